@@ -1,0 +1,3 @@
+from scalegnn.cli import main
+
+raise SystemExit(main())

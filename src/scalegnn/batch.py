@@ -1,0 +1,55 @@
+"""The one minibatch type shared by every training mode.
+
+* GraphSAINT: one sampled node-induced subgraph (``segment`` is None).
+* shaDow-GNN: many per-target subgraphs stacked block-diagonally; ``segment[i]`` is the
+  subgraph of row ``i`` and ``targets[k]`` the row of subgraph ``k``'s target node.
+* Distributed: a partition's rectangular local matrix; ``adj`` has ``num_cols > num_nodes`` and
+  columns ``num_nodes..num_cols-1`` are boundary nodes whose parent ids are ``col_nodes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scalegnn.graph import Graph
+
+
+@dataclass
+class Batch:
+    nodes: np.ndarray
+    """Parent (dataset) id of each row, int64, sorted for sampled subgraphs."""
+    adj: Graph
+    """Normalized adjacency of the batch (rows = len(nodes)); ``adj.data`` holds the weights."""
+    edge_ids: np.ndarray | None = None
+    """Parent edge id of each entry of ``adj`` (sampled subgraphs)."""
+    adj_t_perm: np.ndarray | None = None
+    """For a symmetric pattern: ``data_T = adj.data[adj_t_perm]`` gives the transpose's values."""
+    col_nodes: np.ndarray | None = None
+    """Parent ids of all columns when ``adj`` is rectangular (inner first, then boundary)."""
+    x: object = None
+    """Gathered input features (torch.Tensor), rows aligned with ``nodes``."""
+    y: object = None
+    """Gathered labels (torch.Tensor)."""
+    loss_weight: object = None
+    """Per-row loss weight (torch.Tensor); 0 for rows that carry no loss."""
+    segment: np.ndarray | None = None
+    targets: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.nodes.shape[0])
+
+    @property
+    def num_edges(self) -> int:
+        return self.adj.num_edges
+
+    def to(self, device) -> "Batch":
+        """Move the tensor fields to ``device`` (the graph stays in host memory)."""
+        for name in ("x", "y", "loss_weight"):
+            v = getattr(self, name)
+            if v is not None and hasattr(v, "to"):
+                setattr(self, name, v.to(device, non_blocking=True))
+        return self

@@ -1,0 +1,64 @@
+"""Command-line interface: ``scalegnn <command> ...``.
+
+Each command family lives in its own module exposing ``add_parser(subparsers)``; the parser's
+``func`` receives the parsed arguments. The CLI only parses arguments and calls the Python API.
+User mistakes (:class:`ScaleGNNError`) print one line and exit with status 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from scalegnn.errors import ScaleGNNError
+
+# module name -> imported lazily so `scalegnn data info` does not pay for torch.distributed etc.
+COMMAND_MODULES = ["data", "train", "bench", "partition", "dist"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's default exits 2 with usage; keep it but one line
+        self.print_usage(sys.stderr)
+        print(f"scalegnn: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from scalegnn import __version__
+    parser = _Parser(prog="scalegnn", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"scalegnn {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(f"scalegnn.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"scalegnn.cli.{name}":
+                continue  # command family not built in this version
+            raise
+        mod.add_parser(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        argv = ["train"]  # `scalegnn` alone trains on the built-in synthetic default
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        rc = args.func(args)
+    except ScaleGNNError as e:
+        print(f"scalegnn: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("scalegnn: interrupted", file=sys.stderr)
+        return 130
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,4 @@
+"""Dataset type, loaders (one module per format) and synthetic generators."""
+from scalegnn.data.dataset import Dataset
+
+__all__ = ["Dataset"]

@@ -1,0 +1,142 @@
+"""The ``Dataset`` type: full graph, training graph, features, labels, splits, task metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scalegnn.errors import DataError
+from scalegnn.graph import Graph
+
+METRICS = ("f1_micro", "accuracy", "roc_auc")
+
+
+@dataclass
+class Dataset:
+    """A node-classification dataset.
+
+    ``graph`` is the full graph (symmetric, sorted, no duplicates). ``labels`` is int64 of shape
+    (N,) for single-label tasks or a 0/1 float32 matrix (N, C) for multi-label tasks.
+    ``train_graph`` (inductive setting) keeps only train–train edges, with the same node ids.
+    """
+
+    graph: Graph
+    features: np.ndarray
+    labels: np.ndarray
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    name: str = "dataset"
+    source: str = ""
+    metric: str = "f1_micro"
+    meta: dict = field(default_factory=dict)
+    _train_graph: Graph | None = None
+
+    def __post_init__(self):
+        self.train_idx = np.asarray(self.train_idx, dtype=np.int64)
+        self.val_idx = np.asarray(self.val_idx, dtype=np.int64)
+        self.test_idx = np.asarray(self.test_idx, dtype=np.int64)
+
+    # -------------------------------------------------------------- task metadata
+    @property
+    def num_nodes(self) -> int:
+        return self.graph.num_nodes
+
+    @property
+    def num_features(self) -> int:
+        return int(self.features.shape[1])
+
+    @property
+    def multilabel(self) -> bool:
+        return self.labels.ndim == 2
+
+    @property
+    def num_classes(self) -> int:
+        if self.multilabel:
+            return int(self.labels.shape[1])
+        return int(self.labels.max()) + 1 if self.labels.size else 0
+
+    @property
+    def train_graph(self) -> Graph:
+        """Graph with only edges between training nodes (GraphSAINT's ``adj_train``)."""
+        if self._train_graph is None:
+            mask = np.zeros(self.num_nodes, dtype=bool)
+            mask[self.train_idx] = True
+            src, dst = self.graph.edge_index()
+            keep = mask[src] & mask[dst]
+            self._train_graph = Graph.from_edges(src[keep], dst[keep], self.num_nodes,
+                                                 symmetrize=False, remove_self_loops=False)
+        return self._train_graph
+
+    @train_graph.setter
+    def train_graph(self, g: Graph):
+        self._train_graph = g
+
+    # -------------------------------------------------------------- validation
+    def validate(self) -> "Dataset":
+        """Check shapes, ranges and splits; raise DataError naming the source and the problem."""
+        src = self.source or self.name
+        n = self.num_nodes
+        if self.graph.num_cols != n:
+            raise DataError(f"{src}: adjacency is not square ({n} x {self.graph.num_cols})")
+        if self.features.ndim != 2 or self.features.shape[0] != n:
+            raise DataError(f"{src}: features have shape {tuple(self.features.shape)}, expected "
+                            f"({n}, F) to match the graph's {n} nodes")
+        if self.features.dtype != np.float32:
+            raise DataError(f"{src}: features must be float32, got {self.features.dtype}")
+        if not _all_finite(self.features):
+            raise DataError(f"{src}: features contain NaN or inf")
+        if self.labels.shape[0] != n:
+            raise DataError(f"{src}: {self.labels.shape[0]} labels for {n} nodes")
+        if self.multilabel:
+            if not np.isin(np.unique(self.labels), (0, 1)).all():
+                raise DataError(f"{src}: multi-label matrix must contain only 0 and 1")
+        elif self.labels.size and self.labels.min() < 0:
+            raise DataError(f"{src}: negative class id {self.labels.min()}")
+        if self.metric not in METRICS:
+            raise DataError(f"{src}: metric must be one of {METRICS}, got {self.metric!r}")
+        splits = {"train": self.train_idx, "val": self.val_idx, "test": self.test_idx}
+        for name, idx in splits.items():
+            if idx.size == 0:
+                raise DataError(f"{src}: the {name} split is empty")
+            if idx.min() < 0 or idx.max() >= n:
+                raise DataError(f"{src}: {name} split has node id out of range [0, {n})")
+            if np.unique(idx).size != idx.size:
+                raise DataError(f"{src}: {name} split lists a node twice")
+        names = list(splits)
+        for i in range(3):
+            for j in range(i + 1, 3):
+                if np.intersect1d(splits[names[i]], splits[names[j]]).size:
+                    raise DataError(f"{src}: {names[i]} and {names[j]} splits overlap")
+        return self
+
+    def info(self) -> dict:
+        """Summary used by ``scalegnn data info``."""
+        deg = self.graph.degrees()
+        return {
+            "name": self.name,
+            "nodes": self.num_nodes,
+            "edges": self.graph.num_edges // 2 if self.graph.is_symmetric() else self.graph.num_edges,
+            "directed_entries": self.graph.num_edges,
+            "degree": {"min": int(deg.min()) if deg.size else 0,
+                       "max": int(deg.max()) if deg.size else 0,
+                       "mean": float(deg.mean()) if deg.size else 0.0,
+                       "median": float(np.median(deg)) if deg.size else 0.0},
+            "features": self.num_features,
+            "classes": self.num_classes,
+            "multilabel": self.multilabel,
+            "metric": self.metric,
+            "splits": {"train": int(self.train_idx.size), "val": int(self.val_idx.size),
+                       "test": int(self.test_idx.size)},
+            "bytes": {"graph": self.graph.nbytes, "features": int(self.features.nbytes),
+                      "labels": int(self.labels.nbytes)},
+        }
+
+
+def _all_finite(x: np.ndarray, chunk: int = 1 << 16) -> bool:
+    """np.isfinite over row chunks, so a memmap is never loaded whole."""
+    for s in range(0, x.shape[0], chunk):
+        if not np.isfinite(x[s:s + chunk]).all():
+            return False
+    return True

@@ -1,0 +1,5 @@
+"""Propagation kernels: SpMM with autograd over a SparseAdj."""
+from scalegnn.ops.adj import SparseAdj
+from scalegnn.ops.spmm import spmm
+
+__all__ = ["SparseAdj", "spmm"]

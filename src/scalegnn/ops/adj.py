@@ -1,0 +1,84 @@
+"""``SparseAdj``: the sparse operand of propagation, with its transpose for the backward pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from scalegnn.graph import Graph
+
+
+class SparseAdj:
+    """A (rows x cols) CSR matrix with values, plus its transpose (cols x rows).
+
+    For a symmetric pattern with sorted rows (every sampled subgraph) the transpose shares
+    ``indptr``/``indices`` and only permutes the values (journal Alg. 6): pass
+    ``transpose_perm``. Otherwise the transpose is built in O(|V|+|E|).
+    Arrays are numpy (host) for the numba kernels; ``torch_csr()`` gives the torch tensors for
+    CUDA or for torch's own kernels.
+    """
+
+    __slots__ = ("indptr", "indices", "data", "num_rows", "num_cols", "_t", "_torch", "__weakref__")
+
+    def __init__(self, indptr, indices, data, num_cols: int, *, transpose=None):
+        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(indices)
+        self.data = np.ascontiguousarray(data)
+        self.num_rows = self.indptr.shape[0] - 1
+        self.num_cols = int(num_cols)
+        self._t = transpose
+        self._torch = {}
+
+    @classmethod
+    def from_graph(cls, g: Graph, transpose_perm=None, dtype=np.float32) -> "SparseAdj":
+        """From a Graph with ``data`` (ones if it has none)."""
+        data = g.data if g.data is not None else np.ones(g.num_edges, dtype=dtype)
+        data = np.asarray(data, dtype=dtype)
+        adj = cls(g.indptr, g.indices, data, g.num_cols)
+        if transpose_perm is not None:
+            adj._t = cls(g.indptr, g.indices, data[transpose_perm], g.num_nodes, transpose=adj)
+        return adj
+
+    @property
+    def shape(self):
+        return self.num_rows, self.num_cols
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indices.shape[0])
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    def t(self) -> "SparseAdj":
+        """The transpose, built once and cached."""
+        if self._t is None:
+            gt = Graph(self.indptr, self.indices, self.num_cols, self.data, validate=False).transpose()
+            self._t = SparseAdj(gt.indptr, gt.indices, gt.data, self.num_rows, transpose=self)
+        return self._t
+
+    def astype(self, dtype) -> "SparseAdj":
+        if self.data.dtype == dtype:
+            return self
+        out = SparseAdj(self.indptr, self.indices, self.data.astype(dtype), self.num_cols)
+        if self._t is not None:
+            out._t = SparseAdj(self._t.indptr, self._t.indices, self._t.data.astype(dtype),
+                               self.num_rows, transpose=out)
+        return out
+
+    def torch_csr(self, device=None, dtype=None) -> torch.Tensor:
+        """torch.sparse_csr_tensor of this matrix on ``device`` (cached per device/dtype)."""
+        device = torch.device("cpu") if device is None else torch.device(device)
+        dtype = dtype or torch.from_numpy(self.data[:0]).dtype
+        key = (str(device), dtype)
+        if key not in self._torch:
+            t = torch.sparse_csr_tensor(torch.from_numpy(self.indptr),
+                                        torch.from_numpy(self.indices.astype(np.int64)),
+                                        torch.from_numpy(self.data).to(dtype),
+                                        size=self.shape)
+            self._torch[key] = t.to(device)
+        return self._torch[key]
+
+    def to_dense(self) -> torch.Tensor:
+        return self.torch_csr().to_dense()
