@@ -1,0 +1,1 @@
+"""Benchmarks behind `scalegnn bench` (JSON lines on stdout)."""

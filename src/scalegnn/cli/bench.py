@@ -1,0 +1,31 @@
+"""``scalegnn bench <name>``: benchmarks that print JSON lines.
+
+Each benchmark is a module ``scalegnn.bench.<name>`` exposing ``add_arguments(parser)`` and
+``run(args)``.
+"""
+
+import importlib
+
+BENCHMARKS = {
+    "sample": "samplers: subgraphs/s per sampler and thread count, normalization pre-sampling time",
+    "spmm": "SpMM kernels vs torch.sparse.mm and the machine's memory bandwidth",
+    "step": "one training iteration split into GEMM / SpMM / other",
+    "epoch": "end-to-end epoch time (sampling + training, no evaluation)",
+    "eval": "full-graph layer-wise evaluation time and peak memory",
+}
+
+
+def add_parser(sub):
+    p = sub.add_parser("bench", help="run a benchmark (prints JSON lines)")
+    bsub = p.add_subparsers(dest="bench")
+    for name, help_ in BENCHMARKS.items():
+        try:
+            mod = importlib.import_module(f"scalegnn.bench.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"scalegnn.bench.{name}":
+                continue
+            raise
+        bp = bsub.add_parser(name, help=help_)
+        mod.add_arguments(bp)
+        bp.set_defaults(func=mod.run)
+    p.set_defaults(func=lambda args: p.print_help() or 2)
