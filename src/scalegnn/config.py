@@ -1,0 +1,231 @@
+"""Training configuration in GraphSAINT's ``train_config`` YAML shape.
+
+::
+
+    network:
+      - dim: 512            # hidden width
+        aggr: 'concat'      # concat | mean
+        loss: 'sigmoid'     # sigmoid (multi-label) | softmax (single-label)
+        arch: '1-0-1-0'     # one token per layer: its order (0 = dense self-only layer)
+        act: 'relu'
+        bias: 'norm'        # norm | bias | none
+    params:
+      - lr: 0.01
+        dropout: 0.1
+        weight_decay: 0.0
+        sample_coverage: 50
+        norm_loss: True     # loss normalization λ_v (SPEC §1.2)
+        norm_aggr: True     # aggregator normalization α_uv
+    phase:
+      - end: 1000           # train until this epoch with the sampler below
+        sampler: 'rw'
+        num_root: 3000
+        depth: 2
+
+The published GraphSAINT table2 configs run unchanged (their ``q_threshold``/``q_offset`` keys are
+accepted and ignored). scalegnn adds optional ``params`` keys, listed in ``PARAM_DEFAULTS``.
+``--set key=value`` overrides use dotted paths: ``network.dim=128``, ``params.lr=0.005``,
+``phase.0.end=10`` (``phase.end=10`` means the last phase).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from scalegnn.errors import ConfigError
+
+NETWORK_DEFAULTS = {"dim": 256, "aggr": "concat", "loss": None, "arch": "1-0-1-0", "act": "relu",
+                    "bias": "norm", "model": "saint"}
+PARAM_DEFAULTS = {
+    "lr": 0.01, "dropout": 0.0, "weight_decay": 0.0, "sample_coverage": 50,
+    "norm_loss": True, "norm_aggr": True,
+    "q_threshold": 50, "q_offset": 0,            # reference keys (queueing of its C++ sampler), unused
+    "transductive": False,                       # sample the full graph, loss on training nodes
+    "eval_every": 1,                             # epochs between validation passes
+    "grad_clip": 5.0,
+    "eval_batch_rows": 65536,
+    "sampler_threads": 0,                        # 0 = as many as torch uses
+    "pool_depth": 4,                             # prefetched minibatches
+    "clip_multiple": 0,                          # clip |V_s| to a multiple of this (16: cache lines)
+}
+SAMPLERS = ("node", "edge", "rw", "mrw", "full")
+PHASE_KEYS = {"end", "sampler", "size_subgraph", "size_frontier", "size_subg_edge", "num_root",
+              "depth", "max_deg", "order", "eta"}
+
+
+def _one_dict(raw, key):
+    v = raw.get(key, [{}])
+    if isinstance(v, dict):
+        v = [v]
+    if not isinstance(v, list) or len(v) != 1 or not isinstance(v[0], (dict, type(None))):
+        raise ConfigError(f"{key}: expected a list with one mapping (GraphSAINT format)")
+    return dict(v[0] or {})
+
+
+def _coerce(name, value, like):
+    """Coerce ``value`` to the type of the default ``like``; ConfigError naming ``name``."""
+    if like is None or value is None:
+        return value
+    try:
+        if isinstance(like, bool):
+            if isinstance(value, str):
+                if value.lower() in ("true", "1", "yes"):
+                    return True
+                if value.lower() in ("false", "0", "no"):
+                    return False
+                raise ValueError
+            return bool(value)
+        if isinstance(like, int):
+            f = float(value)
+            if f != int(f):
+                raise ValueError
+            return int(f)
+        if isinstance(like, float):
+            return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}: expected {type(like).__name__}, got {value!r}") from None
+    return value
+
+
+@dataclass
+class Config:
+    network: dict = field(default_factory=lambda: dict(NETWORK_DEFAULTS))
+    params: dict = field(default_factory=lambda: dict(PARAM_DEFAULTS))
+    phases: list = field(default_factory=lambda: [{"end": 30, "sampler": "rw", "num_root": 1000,
+                                                    "depth": 2}])
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_dict(cls, raw: dict, source: str = "config") -> "Config":
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{source}: expected a mapping with network/params/phase")
+        unknown = set(raw) - {"network", "params", "phase"}
+        if unknown:
+            raise ConfigError(f"{source}: unknown top-level key {sorted(unknown)[0]!r}; allowed: "
+                              f"network, params, phase")
+        net = _one_dict(raw, "network")
+        params = _one_dict(raw, "params")
+        phases = raw.get("phase", None)
+        cfg = cls()
+        cfg.network.update(net)
+        cfg.params.update(params)
+        if phases is not None:
+            if isinstance(phases, dict):
+                phases = [phases]
+            if not isinstance(phases, list) or not phases:
+                raise ConfigError(f"{source}: phase must be a non-empty list of mappings")
+            cfg.phases = [dict(p or {}) for p in phases]
+        return cfg.validate()
+
+    @classmethod
+    def from_yaml(cls, path) -> "Config":
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"{path}: config file not found")
+        try:
+            raw = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark else ""
+            raise ConfigError(f"{path}: invalid YAML{where}") from None
+        return cls.from_dict(raw or {}, str(path))
+
+    def to_dict(self) -> dict:
+        return {"network": [dict(self.network)], "params": [dict(self.params)],
+                "phase": [dict(p) for p in self.phases]}
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def copy(self) -> "Config":
+        return copy.deepcopy(self)
+
+    # ------------------------------------------------------------------ overrides
+    def override(self, assignments) -> "Config":
+        """Apply ``key=value`` strings (dotted paths); values parsed as YAML scalars."""
+        for item in assignments or []:
+            if "=" not in item:
+                raise ConfigError(f"--set {item!r}: expected key=value")
+            key, value = item.split("=", 1)
+            value = yaml.safe_load(value) if value.strip() else None
+            parts = key.strip().split(".")
+            head = parts[0]
+            if head == "network" and len(parts) == 2:
+                self.network[parts[1]] = value
+            elif head == "params" and len(parts) == 2:
+                self.params[parts[1]] = value
+            elif head == "phase" and len(parts) in (2, 3):
+                idx = -1 if len(parts) == 2 else parts[1]
+                try:
+                    phase = self.phases[int(idx)]
+                except (ValueError, IndexError):
+                    raise ConfigError(f"--set {key}: no phase {idx!r} "
+                                      f"(there are {len(self.phases)})") from None
+                phase[parts[-1]] = value
+            else:
+                raise ConfigError(f"--set {key}: expected network.KEY, params.KEY, phase.KEY or "
+                                  f"phase.N.KEY")
+        return self.validate()
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> "Config":
+        for k in self.network:
+            if k not in NETWORK_DEFAULTS:
+                raise ConfigError(f"network.{k}: unknown key; allowed: {sorted(NETWORK_DEFAULTS)}")
+        for k in self.params:
+            if k not in PARAM_DEFAULTS:
+                raise ConfigError(f"params.{k}: unknown key; allowed: {sorted(PARAM_DEFAULTS)}")
+        for k, v in list(self.network.items()):
+            self.network[k] = _coerce(f"network.{k}", v, NETWORK_DEFAULTS[k])
+        for k, v in list(self.params.items()):
+            self.params[k] = _coerce(f"params.{k}", v, PARAM_DEFAULTS[k])
+        n, p = self.network, self.params
+        if n["loss"] not in (None, "sigmoid", "softmax"):
+            raise ConfigError(f"network.loss: {n['loss']!r} is not one of ['sigmoid', 'softmax']")
+        if n["dim"] <= 0:
+            raise ConfigError(f"network.dim: must be positive, got {n['dim']}")
+        if p["lr"] <= 0:
+            raise ConfigError(f"params.lr: must be positive, got {p['lr']}")
+        if not 0 <= p["dropout"] < 1:
+            raise ConfigError(f"params.dropout: must be in [0, 1), got {p['dropout']}")
+        if p["sample_coverage"] < 0:
+            raise ConfigError(f"params.sample_coverage: must be >= 0, got {p['sample_coverage']}")
+        for key in ("eval_every", "eval_batch_rows", "pool_depth"):
+            if p[key] < 1:
+                raise ConfigError(f"params.{key}: must be >= 1, got {p[key]}")
+        if p["grad_clip"] < 0 or p["sampler_threads"] < 0 or p["clip_multiple"] < 0:
+            raise ConfigError("params.grad_clip/sampler_threads/clip_multiple: must be >= 0")
+        last_end = 0
+        for i, ph in enumerate(self.phases):
+            for k in ph:
+                if k not in PHASE_KEYS:
+                    raise ConfigError(f"phase[{i}].{k}: unknown key; allowed: {sorted(PHASE_KEYS)}")
+            if ph.get("sampler") not in SAMPLERS:
+                raise ConfigError(f"phase[{i}].sampler: {ph.get('sampler')!r} is not one of "
+                                  f"{list(SAMPLERS)}")
+            end = _coerce(f"phase[{i}].end", ph.get("end"), 0)
+            if end is None or end <= last_end:
+                raise ConfigError(f"phase[{i}].end: must be an integer > {last_end}, got "
+                                  f"{ph.get('end')!r}")
+            ph["end"] = last_end = end
+        from scalegnn.nn.models import parse_arch  # noqa: PLC0415 (light, avoids import cycle)
+        parse_arch(n["arch"])
+        return self
+
+    @property
+    def epochs(self) -> int:
+        return self.phases[-1]["end"]
+
+    def phase_at(self, epoch: int) -> dict:
+        """The phase that covers 0-based ``epoch``."""
+        for ph in self.phases:
+            if epoch < ph["end"]:
+                return ph
+        return self.phases[-1]
+
+    def sampler_params(self, phase: dict) -> dict:
+        return {k: v for k, v in phase.items() if k not in ("end", "sampler")}
