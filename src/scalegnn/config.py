@@ -212,7 +212,12 @@ class Config:
                 raise ConfigError(f"phase[{i}].end: must be an integer > {last_end}, got "
                                   f"{ph.get('end')!r}")
             ph["end"] = last_end = end
-        from scalegnn.nn.models import parse_arch  # noqa: PLC0415 (light, avoids import cycle)
+        from scalegnn.nn.models import MODELS, parse_arch  # noqa: PLC0415 (avoids import cycle)
+        from scalegnn.nn.saint import ACTIVATIONS, AGGREGATIONS, BIASES  # noqa: PLC0415
+        for key, allowed in (("aggr", AGGREGATIONS), ("act", ACTIVATIONS), ("bias", BIASES),
+                             ("model", MODELS)):
+            if n[key] not in allowed:
+                raise ConfigError(f"network.{key}: {n[key]!r} is not one of {sorted(allowed)}")
         parse_arch(n["arch"])
         return self
 
