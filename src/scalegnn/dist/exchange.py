@@ -1,0 +1,215 @@
+"""Boundary exchange with boundary-node sampling (BNS-GCN), as an autograd Function.
+
+Per epoch (:meth:`BoundaryExchange.sample`): rank i keeps each of its boundary nodes with
+probability p (``numpy.random.default_rng([seed, epoch, i])``), tells each owner which rows of
+its block it kept (two small messages: count, then positions), and builds the epoch's local
+adjacency over ``inner + kept boundary`` columns::
+
+    Â_epoch[v, c] = 1 / deg_full(v)        c inner
+    Â_epoch[v, c] = 1 / (p · deg_full(v))  c a kept boundary column
+
+so E[Â_epoch X] = Â X for every row (unbiased for the mean aggregator). p = 1 reproduces the
+full-graph rows exactly; p = 0 keeps only inner columns.
+
+Per graph layer (:meth:`BoundaryExchange.__call__`, the model's ``exchange`` hook): forward
+posts ``isend`` of the requested inner rows to every owner-peer and ``irecv`` of the kept
+boundary rows, waits (with the configured timeout) and returns ``[h_inner; h_boundary]``;
+backward sends the gradients of the boundary rows back to their owners and ``index_add``s the
+gradients it receives into its inner rows. A dead or silent peer becomes a one-line DistError.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from scalegnn.errors import DistError
+from scalegnn.ops import SparseAdj
+
+_TAG_COUNT, _TAG_INDEX, _TAG_LAYER = 11, 12, 100
+
+
+class CommStats:
+    """Wall time in exchanges, time blocked in ``wait``, bytes sent and received."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.comm_s = 0.0
+        self.wait_s = 0.0
+        self.bytes_sent = 0
+        self.bytes_recv = 0
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+class BoundaryExchange:
+    """Holds one rank's static maps (from its :class:`~scalegnn.dist.plan.RankPart`) and the
+    current epoch's sampled state; calling it is the model's exchange hook."""
+
+    def __init__(self, part, *, device, dtype, timeout: float, seed: int = 0):
+        self.part = part
+        self.rank, self.parts = part.rank, part.parts
+        self.n_in = part.num_inner
+        self.device, self.dtype = torch.device(device), dtype
+        self.timeout = timedelta(seconds=float(timeout))
+        self.seed = int(seed)
+        self.stats = CommStats()
+        self.recv_peers = [j for j in range(self.parts) if part.recv_ptr[j + 1] > part.recv_ptr[j]]
+        self.send_peers = [j for j in range(self.parts) if part.send_ptr[j + 1] > part.send_ptr[j]]
+        self._inv_deg = np.where(part.deg_full > 0, 1.0 / np.maximum(part.deg_full, 1), 0.0)
+        self._rows = np.repeat(np.arange(self.n_in, dtype=np.int64), np.diff(part.indptr))
+        self.full_adj = self._build_adj(np.ones(part.num_boundary, dtype=bool), 1.0)
+        self.adj = self.full_adj
+        self._set_state({j: torch.as_tensor(part.send_rows(j), device=self.device)
+                         for j in self.send_peers},
+                        {j: int(part.recv_ptr[j + 1] - part.recv_ptr[j]) for j in self.recv_peers})
+        self.full_state = (self.send_rows, self.recv_counts, self.full_adj)
+
+    # ------------------------------------------------------------------ requests with timeout
+    def _wait(self, reqs, what: str):
+        t0 = time.perf_counter()
+        try:
+            for r in reqs:
+                r.wait(self.timeout)
+        except Exception as e:  # gloo/NCCL raise RuntimeError subclasses on peer loss/timeout
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise DistError(f"rank {self.rank}: {what} failed (a peer died or did not answer "
+                            f"within --timeout {self.timeout.total_seconds():g}s): {msg[:200]}") from None
+        self.stats.wait_s += time.perf_counter() - t0
+
+    def _swap(self, sends: dict, recvs: dict, tag: int, what: str):
+        """Post every irecv then every isend, wait for all."""
+        reqs = []
+        try:
+            for j, buf in recvs.items():
+                if buf.numel():
+                    reqs.append(dist.irecv(buf, src=j, tag=tag))
+                    self.stats.bytes_recv += _nbytes(buf)
+            for j, t in sends.items():
+                if t.numel():
+                    reqs.append(dist.isend(t, dst=j, tag=tag))
+                    self.stats.bytes_sent += _nbytes(t)
+        except Exception as e:
+            raise DistError(f"rank {self.rank}: {what} failed to post: {str(e).splitlines()[0][:200]}") from None
+        self._wait(reqs, what)
+
+    # ------------------------------------------------------------------ per-epoch sampling
+    def _build_adj(self, keep: np.ndarray, p: float) -> SparseAdj:
+        """Local Â over inner + kept boundary columns, boundary entries scaled by 1/p."""
+        part, n_in = self.part, self.n_in
+        colmap = np.full(n_in + part.num_boundary, -1, dtype=np.int64)
+        colmap[:n_in] = np.arange(n_in)
+        kept = np.flatnonzero(keep)
+        colmap[n_in + kept] = n_in + np.arange(kept.shape[0])
+        cols = colmap[part.indices]
+        ok = cols >= 0
+        rows = self._rows[ok]
+        cols = cols[ok]
+        data = self._inv_deg[rows]
+        if p > 0:
+            data = np.where(cols >= n_in, data / p, data)
+        indptr = np.zeros(n_in + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n_in), out=indptr[1:])
+        np_dtype = torch.empty(0, dtype=self.dtype).numpy().dtype
+        return SparseAdj(indptr, cols.astype(np.int32), data.astype(np_dtype), n_in + kept.shape[0])
+
+    def _set_state(self, send_rows: dict, recv_counts: dict):
+        self.send_rows = send_rows
+        self.recv_counts = recv_counts
+
+    def use_full(self):
+        """Exact exchange (every boundary row), used for evaluation."""
+        self.send_rows, self.recv_counts, self.adj = self.full_state
+
+    def sample(self, epoch: int, p: float):
+        """Draw this epoch's kept boundary nodes, agree with the owners, rebuild ``adj``."""
+        if p >= 1.0:
+            self.use_full()
+            return
+        part = self.part
+        t0 = time.perf_counter()
+        rng = np.random.default_rng([self.seed, int(epoch), self.rank])
+        keep = rng.random(part.num_boundary) < p
+        # tell each owner how many / which rows of its block we keep
+        kept_pos = {j: np.flatnonzero(keep[part.recv_ptr[j]:part.recv_ptr[j + 1]])
+                    for j in self.recv_peers}
+        counts_out = {j: torch.tensor([kept_pos[j].shape[0]], dtype=torch.int64)
+                      for j in self.recv_peers}
+        counts_in = {j: torch.zeros(1, dtype=torch.int64) for j in self.send_peers}
+        if self.device.type == "cuda":   # NCCL moves device tensors only
+            counts_out = {j: t.to(self.device) for j, t in counts_out.items()}
+            counts_in = {j: t.to(self.device) for j, t in counts_in.items()}
+        self._swap(counts_out, counts_in, _TAG_COUNT, "boundary sampling (counts)")
+        idx_out = {j: torch.as_tensor(kept_pos[j], device=self.device) for j in self.recv_peers}
+        idx_in = {j: torch.empty(int(counts_in[j].item()), dtype=torch.int64, device=self.device)
+                  for j in self.send_peers}
+        self._swap(idx_out, idx_in, _TAG_INDEX, "boundary sampling (indices)")
+        full_rows = self.full_state[0]
+        self._set_state({j: full_rows[j][idx_in[j]] for j in self.send_peers},
+                        {j: int(kept_pos[j].shape[0]) for j in self.recv_peers})
+        self.adj = self._build_adj(keep, p)
+        self.stats.comm_s += time.perf_counter() - t0
+
+    @property
+    def num_kept(self) -> int:
+        return int(sum(self.recv_counts.values()))
+
+    # ------------------------------------------------------------------ per-layer swaps
+    def forward_rows(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+        """Send requested inner rows, receive kept boundary rows (in column order)."""
+        t0 = time.perf_counter()
+        f = h.shape[1]
+        recv = torch.empty(self.num_kept, f, dtype=h.dtype, device=h.device)
+        views, off = {}, 0
+        for j in self.recv_peers:                 # boundary is sorted by owner: contiguous blocks
+            views[j] = recv[off:off + self.recv_counts[j]]
+            off += self.recv_counts[j]
+        sends = {j: h.index_select(0, self.send_rows[j]).contiguous() for j in self.send_peers}
+        self._swap(sends, views, _TAG_LAYER + 2 * layer, f"forward exchange of layer {layer}")
+        self.stats.comm_s += time.perf_counter() - t0
+        return recv
+
+    def backward_rows(self, grad_boundary: torch.Tensor, grad_inner: torch.Tensor, layer: int):
+        """Return boundary-row gradients to their owners; add the ones received into inner rows."""
+        t0 = time.perf_counter()
+        f = grad_inner.shape[1]
+        sends, off = {}, 0
+        for j in self.recv_peers:
+            sends[j] = grad_boundary[off:off + self.recv_counts[j]].contiguous()
+            off += self.recv_counts[j]
+        recvs = {j: torch.empty(self.send_rows[j].shape[0], f, dtype=grad_inner.dtype,
+                                device=grad_inner.device) for j in self.send_peers}
+        self._swap(sends, recvs, _TAG_LAYER + 2 * layer + 1, f"backward exchange of layer {layer}")
+        for j, buf in recvs.items():
+            if buf.numel():
+                grad_inner.index_add_(0, self.send_rows[j], buf)
+        self.stats.comm_s += time.perf_counter() - t0
+
+    def __call__(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+        if h.shape[0] != self.n_in:
+            raise ValueError(f"exchange: expected {self.n_in} inner rows, got {h.shape[0]}")
+        return _Exchange.apply(h, self, layer)
+
+
+class _Exchange(torch.autograd.Function):
+    """y = [h ; B h_remote]; dy/dh routes boundary-row gradients back to their owners."""
+
+    @staticmethod
+    def forward(ctx, h, ex: BoundaryExchange, layer: int):
+        ctx.ex, ctx.layer = ex, layer
+        return torch.cat([h, ex.forward_rows(h.detach(), layer)], 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ex = ctx.ex
+        grad_inner = grad[:ex.n_in].clone()
+        ex.backward_rows(grad[ex.n_in:], grad_inner, ctx.layer)
+        return grad_inner, None, None
