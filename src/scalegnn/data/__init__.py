@@ -1,4 +1,152 @@
-"""Dataset type, loaders (one module per format) and synthetic generators."""
-from scalegnn.data.dataset import Dataset
+"""Dataset type, loaders (one module per format) and synthetic generators.
 
-__all__ = ["Dataset"]
+Entry point: :func:`load_dataset`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scalegnn.data.dataset import Dataset
+from scalegnn.errors import DataError
+
+__all__ = ["Dataset", "load_dataset", "detect_format", "GENERATORS"]
+
+GENERATORS = ("synthetic", "planted", "kronecker")
+
+_PLANTED_KEYS = {"nodes": int, "classes": int, "features": int, "degree": float, "p_in": float,
+                 "noise": float, "multilabel": lambda s: _bool(s), "labels": int, "seed": int}
+_KRON_KEYS = {"a": float, "b": float, "c": float, "features": int, "labels": int, "seed": int}
+
+
+def _bool(s: str) -> bool:
+    if s.lower() in ("1", "true", "yes"):
+        return True
+    if s.lower() in ("0", "false", "no"):
+        return False
+    raise ValueError(s)
+
+
+def _options(spec: str, text: str, allowed: dict) -> dict:
+    out = {}
+    for item in filter(None, text.split(",")):
+        key, sep, val = item.partition("=")
+        key = key.strip()
+        if not sep or key not in allowed:
+            raise DataError(f"dataset spec {spec!r}: bad option {item!r}; allowed keys: "
+                            f"{', '.join(allowed)} (as key=value,key=value)")
+        try:
+            out[key] = allowed[key](val.strip())
+        except ValueError:
+            raise DataError(f"dataset spec {spec!r}: option {key} has bad value {val!r}") \
+                from None
+    return out
+
+
+def is_generator_spec(spec) -> bool:
+    return isinstance(spec, str) and spec.split(":", 1)[0] in GENERATORS
+
+
+def _generate(spec: str, seed: int) -> Dataset:
+    from scalegnn.data import synthetic as S
+    head, _, rest = spec.partition(":")
+    if head == "synthetic":
+        if rest:
+            raise DataError(f"dataset spec {spec!r}: 'synthetic' takes no options; use "
+                            "'planted:key=value,...'")
+        return S.synthetic_dataset(seed=seed)
+    if head == "planted":
+        opts = _options(spec, rest, _PLANTED_KEYS)
+        if "labels" in opts:
+            opts["num_labels"] = opts.pop("labels")
+        opts.setdefault("seed", seed)
+        return S.planted_dataset(**{**S.SYNTHETIC_DEFAULTS, **opts})
+    parts = rest.split(":", 2)
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        raise DataError(f"dataset spec {spec!r}: expected kronecker:SCALE:EDGE_FACTOR"
+                        "[:key=value,...], e.g. kronecker:17:8")
+    opts = _options(spec, parts[2] if len(parts) == 3 else "", _KRON_KEYS)
+    if "labels" in opts:
+        opts["num_labels"] = opts.pop("labels")
+    opts.setdefault("seed", seed)
+    return S.kronecker_dataset(int(parts[0]), int(parts[1]), **opts)
+
+
+def detect_format(path) -> str:
+    """'graphsaint' | 'ogb' | 'npz' | 'mat' | 'csv' for a file or folder; DataError otherwise."""
+    from scalegnn.data.csv import find_csv_files
+    from scalegnn.data.ogb import find_ogb_root
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{p}: no such file or folder (and not a generator spec: "
+                        f"{', '.join(GENERATORS)})")
+    if p.is_file():
+        suffix = p.suffix.lower()
+        if suffix == ".npz":
+            return "npz"
+        if suffix == ".mat":
+            return "mat"
+        if suffix in (".csv", ".tsv", ".edges"):
+            return "csv"
+        raise DataError(f"{p}: unknown dataset file type {suffix!r} (expected .npz, .mat, "
+                        ".csv or a folder)")
+    if (p / "adj_full.npz").is_file():
+        return "graphsaint"
+    if find_ogb_root(p) is not None:
+        return "ogb"
+    singles = [f for f in sorted(p.iterdir()) if f.suffix.lower() in (".npz", ".mat")]
+    if len(singles) == 1:
+        return singles[0].suffix.lower()[1:]
+    if find_csv_files(p) is not None:
+        return "csv"
+    raise DataError(f"{p}: unknown dataset folder (expected GraphSAINT adj_full.npz, OGB "
+                    "raw/edge.csv.gz, one .npz/.mat file, or an *edges*.csv)")
+
+
+def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
+                 mmap: bool = False) -> Dataset:
+    """Load a dataset from a path or build one from a generator spec.
+
+    Spec grammar (a string starting with a generator name is a generator spec; to load a
+    folder literally named like a generator, write ``./synthetic``)::
+
+        synthetic                                the built-in planted-partition dataset
+                                                 (12,000 nodes, degree 12, 32 features, 8 classes)
+        planted[:key=value,...]                  keys: nodes, classes, features, degree, p_in,
+                                                 noise, multilabel (0/1), labels, seed
+        kronecker:SCALE:EDGE_FACTOR[:key=value,...]
+                                                 2^SCALE nodes, EDGE_FACTOR*2^SCALE edge draws;
+                                                 keys: a, b, c, features (50), labels (121), seed
+        PATH                                     a file or folder; format from its contents:
+          folder with adj_full.npz               GraphSAINT   (scalegnn.data.graphsaint)
+          folder with raw/edge.csv.gz            OGB          (scalegnn.data.ogb)
+          *.npz (or folder with one)             gnn-benchmark / heterophilous (scalegnn.data.npz)
+          *.mat (or folder with one)             network/group MATLAB (scalegnn.data.mat)
+          *edges*.csv (or folder with one)       edge-list CSV (scalegnn.data.csv)
+
+    ``split`` picks one of several given splits (heterophilous masks); ``seed`` drives the
+    generators and every seeded split (50/25/25 unless the format has a split); ``mmap``
+    memory-maps float32 GraphSAINT features. Errors are one-line :class:`DataError`.
+    """
+    if isinstance(spec, Dataset):
+        return spec
+    if is_generator_spec(spec):
+        return _generate(spec, seed)
+    fmt = detect_format(spec)
+    p = Path(spec)
+    if fmt == "graphsaint":
+        from scalegnn.data.graphsaint import load_graphsaint
+        return load_graphsaint(p, mmap=mmap)
+    if fmt == "ogb":
+        from scalegnn.data.ogb import load_ogb
+        return load_ogb(p, seed=seed)
+    if fmt in ("npz", "mat") and p.is_dir():
+        p = next(f for f in sorted(p.iterdir()) if f.suffix.lower() == f".{fmt}")
+    if fmt == "npz":
+        from scalegnn.data.npz import load_npz
+        return load_npz(p, split=split, seed=seed)
+    if fmt == "mat":
+        from scalegnn.data.mat import load_mat
+        return load_mat(p, seed=seed)
+    from scalegnn.data.csv import load_csv
+    return load_csv(p, seed=seed)

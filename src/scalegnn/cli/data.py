@@ -1,0 +1,139 @@
+"""``scalegnn data {info,synth,convert}``: inspect, generate and convert datasets.
+
+* ``data info SPEC [--json]`` — nodes, edges, degree stats, features, classes, splits, bytes.
+* ``data synth {kronecker,planted} [options] --out DIR`` — write a generated dataset as a
+  GraphSAINT folder.
+* ``data convert SRC --to graphsaint DST`` — load any supported format, write GraphSAINT.
+
+SPEC is anything :func:`scalegnn.data.load_dataset` accepts (a path or a generator spec).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from scalegnn.errors import DataError
+
+
+def _human_bytes(b: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if b < 1024 or unit == "TiB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1024
+    return ""
+
+
+def format_info(info: dict) -> str:
+    d = info["degree"]
+    s = info["splits"]
+    by = info["bytes"]
+    task = f"{info['classes']} labels (multi-label)" if info["multilabel"] else \
+        f"{info['classes']} classes"
+    lines = [
+        f"dataset    {info['name']}" + (f"  ({info['source']})" if info.get("source") else ""),
+        f"nodes      {info['nodes']:,}",
+        f"edges      {info['edges']:,} undirected ({info['directed_entries']:,} CSR entries)",
+        f"degree     min {d['min']}  median {d['median']:g}  mean {d['mean']:.2f}  max {d['max']}",
+        f"features   {info['features']:,}",
+        f"task       {task}, metric {info['metric']}",
+        f"splits     train {s['train']:,} / val {s['val']:,} / test {s['test']:,}",
+        f"bytes      graph {_human_bytes(by['graph'])}, features {_human_bytes(by['features'])}, "
+        f"labels {_human_bytes(by['labels'])}",
+    ]
+    return "\n".join(lines)
+
+
+def _info(args) -> int:
+    from scalegnn.data import load_dataset
+    ds = load_dataset(args.spec, split=args.split, seed=args.seed, mmap=args.mmap)
+    info = ds.info()
+    info["source"] = ds.source
+    print(json.dumps(info) if args.json else format_info(info))
+    return 0
+
+
+def _synth(args) -> int:
+    from scalegnn.data.graphsaint import save_graphsaint
+    from scalegnn.data import synthetic as S
+    if args.kind == "kronecker":
+        ds = S.kronecker_dataset(args.scale, args.edge_factor, seed=args.seed,
+                                 features=args.features, num_labels=args.labels,
+                                 a=args.a, b=args.b, c=args.c)
+    else:
+        ds = S.planted_dataset(nodes=args.nodes, classes=args.classes, features=args.features,
+                               degree=args.degree, p_in=args.p_in, noise=args.noise,
+                               multilabel=args.multilabel, num_labels=args.labels,
+                               seed=args.seed)
+    save_graphsaint(ds, args.out, overwrite=args.overwrite)
+    print(f"wrote {args.out}: {ds.num_nodes:,} nodes, {ds.graph.num_edges // 2:,} edges",
+          file=sys.stderr)
+    return 0
+
+
+def _convert(args) -> int:
+    from scalegnn.data import load_dataset
+    from scalegnn.data.graphsaint import save_graphsaint
+    if args.to != "graphsaint":
+        raise DataError(f"--to: unsupported format {args.to!r}; allowed: graphsaint")
+    ds = load_dataset(args.src, split=args.split, seed=args.seed)
+    save_graphsaint(ds, args.dst, overwrite=args.overwrite)
+    print(f"wrote {args.dst}: {ds.num_nodes:,} nodes (from {ds.source})", file=sys.stderr)
+    return 0
+
+
+def add_parser(sub):
+    p = sub.add_parser("data", help="inspect, generate and convert datasets")
+    dsub = p.add_subparsers(dest="data_command")
+    p.set_defaults(func=lambda args: p.print_help() or 2)
+
+    info = dsub.add_parser("info", help="print dataset statistics")
+    info.add_argument("spec", help="path or generator spec (synthetic, planted:..., "
+                                   "kronecker:SCALE:EF)")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.add_argument("--split", type=int, default=0, help="which given split (default 0)")
+    info.add_argument("--seed", type=int, default=0, help="seed for generators/splits")
+    info.add_argument("--mmap", action="store_true", help="memory-map float32 features")
+    info.set_defaults(func=_info)
+
+    syn = dsub.add_parser("synth", help="generate a dataset into a GraphSAINT folder")
+    syn.add_argument("kind", choices=["kronecker", "planted"])
+    syn.add_argument("--out", required=True, help="output folder (GraphSAINT format)")
+    syn.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    syn.add_argument("--seed", type=int, default=0)
+    syn.add_argument("--features", type=int, default=None,
+                     help="feature width (kronecker 50, planted 32)")
+    syn.add_argument("--labels", type=int, default=None,
+                     help="multi-label count (kronecker 121, planted 20)")
+    g = syn.add_argument_group("kronecker")
+    g.add_argument("--scale", type=int, default=14, help="2^scale nodes (default 14)")
+    g.add_argument("--edge-factor", type=int, default=16, help="edges per node (default 16)")
+    g.add_argument("-a", type=float, default=0.57)
+    g.add_argument("-b", type=float, default=0.19)
+    g.add_argument("-c", type=float, default=0.19)
+    g = syn.add_argument_group("planted")
+    g.add_argument("--nodes", type=int, default=12000)
+    g.add_argument("--classes", type=int, default=8)
+    g.add_argument("--degree", type=float, default=12.0)
+    g.add_argument("--p-in", type=float, default=0.7)
+    g.add_argument("--noise", type=float, default=4.0)
+    g.add_argument("--multilabel", action="store_true")
+    syn.set_defaults(func=_synth_defaults)
+
+    conv = dsub.add_parser("convert", help="convert a dataset to GraphSAINT format")
+    conv.add_argument("src", help="path or generator spec")
+    conv.add_argument("--to", required=True, help="target format (graphsaint)")
+    conv.add_argument("dst", help="output folder")
+    conv.add_argument("--overwrite", action="store_true")
+    conv.add_argument("--split", type=int, default=0)
+    conv.add_argument("--seed", type=int, default=0)
+    conv.set_defaults(func=_convert)
+
+
+def _synth_defaults(args) -> int:
+    kron = args.kind == "kronecker"
+    if args.features is None:
+        args.features = 50 if kron else 32
+    if args.labels is None:
+        args.labels = 121 if kron else 20
+    return _synth(args)

@@ -1,0 +1,199 @@
+"""Generic edge-list CSV datasets (e.g. MUSAE Facebook page-page in ../shared/data/facebook).
+
+Files (a folder holding them, or the edge CSV itself with its siblings found by name):
+
+* edges: ``*edges*.csv`` (or ``*edge*.csv``/``*.edges``/``*.tsv``): two integer columns,
+  ``,``/tab/``;``/space separated; a first line with a non-integer token is a header
+  (``id_1,id_2``, ``source,target``...). Edges are undirected: symmetrized, deduplicated,
+  self-loops dropped (facebook_edges.csv has 171,002 rows incl. 179 self-loops -> 170,823).
+* features (optional): ``*.npy`` (N x F), or ``*.json`` either ``{"node": [active feature
+  ids]}`` or ``[[active ids of node 0], [..node 1], ...]`` -> 0/1 float32 with F = max id + 1.
+  Missing -> structural features (see :mod:`scalegnn.data.structural`).
+* labels: ``*target*.csv``/``*label*.csv``/``*class*.csv`` with a header; the node id column is
+  ``id``/``node``/``node_id`` (else row order), the label column the first of ``page_type``,
+  ``label``, ``target``, ``class``, ``y`` present (else the last column). String classes map
+  to ids in sorted order of the names (recorded in ``meta["class_names"]``).
+
+N = number of labelled rows (or max id + 1 with an id column). Split: seeded 50/25/25.
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from scalegnn.data import _common as C
+from scalegnn.data.dataset import Dataset
+from scalegnn.data.structural import structural_features
+from scalegnn.errors import DataError
+
+ID_COLUMNS = ("id", "node", "node_id", "nodeid")
+LABEL_COLUMNS = ("page_type", "label", "target", "class", "y")
+_EDGE_PATTERNS = ("*edges*.csv", "*edge*.csv", "*.edges", "*edges*.tsv", "*.tsv")
+_LABEL_PATTERNS = ("*target*.csv", "*label*.csv", "*class*.csv")
+
+
+def _first(folder: Path, patterns, exclude=()) -> Path | None:
+    for pat in patterns:
+        hits = sorted(p for p in folder.glob(pat) if p.is_file() and p not in exclude)
+        if hits:
+            return hits[0]
+    return None
+
+
+def find_csv_files(path) -> dict | None:
+    """{'edges', 'features', 'labels'} paths for a folder or an edge CSV; None if no edges."""
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    edges = path if path.is_file() else _first(folder, _EDGE_PATTERNS)
+    if edges is None:
+        return None
+    labels = _first(folder, _LABEL_PATTERNS, exclude=(edges,))
+    feats = _first(folder, ("*feat*.npy", "*.npy", "*feat*.json", "*.json"))
+    return {"edges": edges, "features": feats, "labels": labels}
+
+
+def _is_int(tok: str) -> bool:
+    try:
+        int(tok)
+        return True
+    except ValueError:
+        return False
+
+
+def read_edge_csv(path) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) int64 arrays from a two-column edge list with optional header."""
+    path = C.require_file(path, "edge list")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        first = f.readline().strip()
+    if not first:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    delim = next((d for d in (",", "\t", ";") if d in first), None)
+    toks = [t.strip().strip('"') for t in (first.split(delim) if delim else first.split())]
+    if len(toks) < 2:
+        raise DataError(f"{path}: expected two columns (source, target), line 1 is {first!r}")
+    header = not (_is_int(toks[0]) and _is_int(toks[1]))
+    try:
+        e = np.loadtxt(path, delimiter=delim, skiprows=int(header), usecols=(0, 1),
+                       dtype=np.int64, ndmin=2, comments="#")
+    except ValueError as ex:
+        raise DataError(f"{path}: bad edge list ({C._short(ex)})") from None
+    return e[:, 0].copy(), e[:, 1].copy()
+
+
+def read_labels_csv(path):
+    """(node ids or None, raw label strings, label column name)."""
+    path = C.require_file(path, "labels CSV")
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(_csv.reader(f))
+    if len(rows) < 2:
+        raise DataError(f"{path}: no label rows")
+    head = [h.strip().lower() for h in rows[0]]
+    id_col = next((head.index(c) for c in ID_COLUMNS if c in head), None)
+    lab_col = next((head.index(c) for c in LABEL_COLUMNS if c in head), len(head) - 1)
+    body = rows[1:]
+    for i, r in enumerate(body):
+        if len(r) != len(head):
+            raise DataError(f"{path}: line {i + 2} has {len(r)} fields, header has {len(head)}")
+    values = [r[lab_col].strip() for r in body]
+    ids = None
+    if id_col is not None:
+        try:
+            ids = np.array([int(r[id_col]) for r in body], dtype=np.int64)
+        except ValueError:
+            raise DataError(f"{path}: column {head[id_col]!r} must hold integer node ids") \
+                from None
+    return ids, values, head[lab_col]
+
+
+def read_json_features(path, n: int) -> np.ndarray:
+    """0/1 float32 (n, F) from {node: [active ids]} or [[active ids], ...]."""
+    path = C.require_file(path, "features JSON")
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: invalid JSON ({C._short(e)})") from None
+    if isinstance(obj, dict):
+        try:
+            items = [(int(k), v) for k, v in obj.items()]
+        except ValueError:
+            raise DataError(f"{path}: keys must be integer node ids") from None
+    elif isinstance(obj, list):
+        items = list(enumerate(obj))
+    else:
+        raise DataError(f"{path}: expected {{node: [feature ids]}} or a list of lists")
+    if not items:
+        raise DataError(f"{path}: no features")
+    nodes = np.array([k for k, _ in items], dtype=np.int64)
+    if nodes.min() < 0 or nodes.max() >= n:
+        bad = nodes.min() if nodes.min() < 0 else nodes.max()
+        raise DataError(f"{path}: node id {bad} is out of range for {n} nodes")
+    try:
+        lens = np.array([len(v) for _, v in items], dtype=np.int64)
+        cols = np.fromiter((int(c) for _, v in items for c in v), dtype=np.int64,
+                           count=int(lens.sum()))
+    except (TypeError, ValueError):
+        raise DataError(f"{path}: each node must map to a list of integer feature ids") \
+            from None
+    if cols.size and cols.min() < 0:
+        raise DataError(f"{path}: negative feature id {cols.min()}")
+    width = int(cols.max()) + 1 if cols.size else 1
+    x = np.zeros((n, width), dtype=np.float32)
+    x[np.repeat(nodes, lens), cols] = 1.0
+    return x
+
+
+def load_csv(path, *, seed: int = 0, name: str | None = None) -> Dataset:
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: missing file or folder")
+    files = find_csv_files(path)
+    if files is None:
+        raise DataError(f"{path}: no edge list CSV found (expected *edges*.csv)")
+    if files["labels"] is None:
+        raise DataError(f"{path}: no labels CSV found (expected *target*.csv or *label*.csv)")
+    src, dst = read_edge_csv(files["edges"])
+    ids, values, label_col = read_labels_csv(files["labels"])
+    lab_path = files["labels"]
+    if ids is None:
+        n = len(values)
+        order = np.arange(n)
+    else:
+        if ids.min() < 0:
+            raise DataError(f"{lab_path}: negative node id {ids.min()}")
+        n = int(ids.max()) + 1
+        if np.unique(ids).size != ids.size or ids.size != n:
+            raise DataError(f"{lab_path}: node ids must be 0..N-1, each exactly once")
+        order = ids
+    if all(_is_int(v) for v in values):
+        raw = np.array([int(v) for v in values], dtype=np.int64)
+        if raw.min() < 0:
+            raise DataError(f"{lab_path}: label id {raw.min()} is negative")
+        class_names = None
+    else:
+        raw, class_names = C.strings_to_classes(values)
+    labels = np.zeros(n, dtype=np.int64)
+    labels[order] = raw
+    graph = C.graph_from_edges(src, dst, n, files["edges"])
+    fpath = files["features"]
+    if fpath is None:
+        x, note = structural_features(graph, seed=seed), "structural"
+    elif fpath.suffix == ".npy":
+        from scalegnn.data.graphsaint import load_features
+        x, note = load_features(fpath, n), str(fpath.name)
+    else:
+        x, note = read_json_features(fpath, n), str(fpath.name)
+    tr, va, te = C.seeded_split(n, seed)
+    meta = {"format": "csv", "files": {k: str(v) for k, v in files.items() if v},
+            "label_column": label_col, "features": note,
+            "split": f"seeded 50/25/25 (seed={seed})"}
+    if class_names is not None:
+        meta["class_names"] = class_names
+    stem = path.name if path.is_dir() else path.stem.replace("_edges", "")
+    ds = Dataset(graph, x, labels, tr, va, te, name=name or stem, source=str(path),
+                 metric="accuracy", meta=meta)
+    return C.finish(ds)

@@ -1,0 +1,148 @@
+"""Seeded synthetic graphs: Kronecker/R-MAT (for scale) and planted partition (for accuracy).
+
+**Kronecker / R-MAT** (:func:`kronecker_graph`, :func:`kronecker_dataset`): ``2^scale`` nodes,
+``edge_factor * 2^scale`` edge draws from the initiator [[a, b], [c, d]] (default
+a, b, c = 0.57, 0.19, 0.19, d = 1 - a - b - c), symmetrized, deduplicated, self-loops dropped,
+so the graph has at most ``2 * edge_factor * 2^scale`` directed entries. Edges are generated in
+chunks by a counter-based numba kernel (:mod:`scalegnn.data._rmat`) and streamed twice into the
+CSR (:func:`scalegnn.data._build.csr_from_edge_chunks`), so the edge list is never held whole.
+The benchmark dataset adds ``features`` Gaussian columns and ``num_labels`` multi-labels
+(PPI-like: 50 features, 121 labels, 66/12/22 split); label j of node v is
+``[(Â X W)_{vj} > 0.5 σ_j]`` for a seeded Gaussian W, so labels are learnable and use the graph.
+
+**Planted partition** (:func:`planted_dataset`): community y_v uniform over ``classes``;
+``degree * n / 2`` edge draws, each from a uniform node u to a node of u's community with
+probability ``p_in``, else to a uniform node. Features x_v = μ_{y_v} + noise·ε_v with
+μ_c ~ N(0, I_F), ε ~ N(0, I_F): with large noise a node's own features are weakly
+informative, while the mean over its ~degree neighbours (a fraction ≈ p_in of them in the same
+community) has noise/√degree, so neighbourhood averaging (any GNN) beats an MLP by a wide
+margin. Multi-label: each community has a random 0/1 prototype over ``num_labels`` labels
+(density 0.3); a node takes its community's prototype with each bit flipped w.p. 0.05.
+
+:data:`SYNTHETIC_DEFAULTS` is the built-in ``synthetic`` dataset (what ``scalegnn train`` uses).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scalegnn.data import _build, _rmat
+from scalegnn.data import _common as C
+from scalegnn.data.dataset import Dataset
+from scalegnn.errors import DataError
+from scalegnn.graph import Graph
+
+KRONECKER_DEFAULTS = dict(a=0.57, b=0.19, c=0.19, features=50, num_labels=121,
+                          split=(0.66, 0.12, 0.22))
+SYNTHETIC_DEFAULTS = dict(nodes=12000, classes=8, features=32, degree=12.0, p_in=0.7,
+                          noise=4.0, multilabel=False, num_labels=20)
+CHUNK_EDGES = 1 << 21
+
+
+def _check(cond, msg):
+    if not cond:
+        raise DataError(msg)
+
+
+def kronecker_graph(scale: int, edge_factor: int = 16, *, a: float = 0.57, b: float = 0.19,
+                    c: float = 0.19, seed: int = 0, permute: bool = True,
+                    chunk_edges: int = CHUNK_EDGES) -> Graph:
+    """Symmetric, deduplicated, self-loop-free R-MAT graph on 2^scale nodes (see module doc)."""
+    _check(1 <= scale <= 40, f"kronecker: scale must be in 1..40, got {scale}")
+    _check(edge_factor >= 1, f"kronecker: edge_factor must be >= 1, got {edge_factor}")
+    d = 1.0 - a - b - c
+    _check(min(a, b, c) >= 0 and d >= -1e-12,
+           f"kronecker: initiator a, b, c must be >= 0 with a+b+c <= 1, got {a}, {b}, {c}")
+    n = 1 << scale
+    m = edge_factor * n
+    idt = np.int32 if n <= np.iinfo(np.int32).max else np.int64
+    perm = (np.random.default_rng([seed, 1]).permutation(n).astype(idt) if permute
+            else np.arange(n, dtype=idt))
+    key = np.uint64(_rmat.splitmix64_py(seed))
+    ta, tab, tabc = _rmat.thresholds(a, b, c)
+    num_chunks = (m + chunk_edges - 1) // chunk_edges
+    src = np.empty(min(chunk_edges, m), dtype=idt)
+    dst = np.empty_like(src)
+
+    def make_chunk(i):
+        start = i * chunk_edges
+        cnt = min(chunk_edges, m - start)
+        _rmat.rmat_edges(key, start, cnt, scale, ta, tab, tabc, perm, src, dst)
+        return src[:cnt], dst[:cnt]
+
+    return _build.csr_from_edge_chunks(make_chunk, num_chunks, n)
+
+
+def kronecker_dataset(scale: int, edge_factor: int = 16, *, seed: int = 0,
+                      features: int = 50, num_labels: int = 121, split=(0.66, 0.12, 0.22),
+                      a: float = 0.57, b: float = 0.19, c: float = 0.19) -> Dataset:
+    """R-MAT graph plus Gaussian features, graph-dependent multi-labels and a seeded split."""
+    graph = kronecker_graph(scale, edge_factor, a=a, b=b, c=c, seed=seed)
+    n = graph.num_nodes
+    rng = np.random.default_rng([seed, 2])
+    x = rng.standard_normal((n, features), dtype=np.float32)
+    w = rng.standard_normal((features, num_labels), dtype=np.float32)
+    h = graph.row_normalized().to_scipy() @ (x @ w)
+    thr = 0.5 * h.std(axis=0, keepdims=True)
+    labels = (h > thr).astype(np.float32)
+    tr, va, te = C.seeded_split(n, seed, split)
+    ds = Dataset(graph, x, labels, tr, va, te, name=f"kronecker-{scale}-{edge_factor}",
+                 source=f"kronecker:{scale}:{edge_factor}", metric="f1_micro",
+                 meta={"format": "synthetic", "generator": "kronecker", "seed": seed,
+                       "initiator": [a, b, c, 1 - a - b - c]})
+    return C.finish(ds)
+
+
+def planted_edges(y: np.ndarray, degree: float, p_in: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Edge draws of the planted-partition model (vectorized; see module docstring)."""
+    n = y.shape[0]
+    m = int(round(degree * n / 2))
+    order = np.argsort(y, kind="stable")
+    sizes = np.bincount(y, minlength=int(y.max()) + 1)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    src = rng.integers(0, n, size=m)
+    same = rng.random(m) < p_in
+    cls = y[src]
+    within = order[starts[cls] + (rng.random(m) * sizes[cls]).astype(np.int64)]
+    dst = np.where(same, within, rng.integers(0, n, size=m))
+    return src, dst
+
+
+def planted_dataset(nodes: int = 12000, classes: int = 8, features: int = 32,
+                    degree: float = 12.0, p_in: float = 0.7, noise: float = 4.0,
+                    multilabel: bool = False, num_labels: int = 20, seed: int = 0,
+                    split=C.DEFAULT_SPLIT, name: str = "planted") -> Dataset:
+    """Planted-partition dataset whose labels need the graph (see module docstring)."""
+    _check(nodes >= 8, f"planted: nodes must be >= 8, got {nodes}")
+    _check(2 <= classes <= nodes, f"planted: classes must be in 2..nodes, got {classes}")
+    _check(features >= 1, f"planted: features must be >= 1, got {features}")
+    _check(degree > 0, f"planted: degree must be > 0, got {degree}")
+    _check(0.0 <= p_in <= 1.0, f"planted: p_in must be in [0, 1], got {p_in}")
+    _check(noise >= 0, f"planted: noise must be >= 0, got {noise}")
+    _check(num_labels >= 1, f"planted: num_labels must be >= 1, got {num_labels}")
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, size=nodes)
+    src, dst = planted_edges(y, degree, p_in, rng)
+    graph = Graph.from_edges(src, dst, nodes, symmetrize=True, deduplicate=True,
+                             remove_self_loops=True)
+    mu = rng.standard_normal((classes, features))
+    x = (mu[y] + noise * rng.standard_normal((nodes, features))).astype(np.float32)
+    if multilabel:
+        proto = rng.random((classes, num_labels)) < 0.3
+        flip = rng.random((nodes, num_labels)) < 0.05
+        labels = (proto[y] ^ flip).astype(np.float32)
+        metric = "f1_micro"
+    else:
+        labels = y.astype(np.int64)
+        metric = "accuracy"
+    tr, va, te = C.seeded_split(nodes, seed, split)
+    params = dict(nodes=nodes, classes=classes, features=features, degree=degree, p_in=p_in,
+                  noise=noise, multilabel=multilabel, num_labels=num_labels, seed=seed)
+    ds = Dataset(graph, x, labels, tr, va, te, name=name, source=name, metric=metric,
+                 meta={"format": "synthetic", "generator": "planted", "params": params})
+    return C.finish(ds)
+
+
+def synthetic_dataset(seed: int = 0) -> Dataset:
+    """The built-in default dataset (``load_dataset("synthetic")``)."""
+    return planted_dataset(**SYNTHETIC_DEFAULTS, seed=seed, name="synthetic")

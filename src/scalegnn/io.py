@@ -1,0 +1,107 @@
+"""Atomic file writes: a reader never sees a half-written file or folder.
+
+Contract: every writer here creates a temporary sibling in the *same folder* as the target
+(so the final ``os.replace`` is a same-filesystem rename, atomic on POSIX), flushes and fsyncs
+it, then renames it over the target. On any exception the temporary is removed and the target
+is left as it was.
+
+* :func:`atomic_write_bytes`, :func:`atomic_write_text`, :func:`atomic_write_json`
+* :func:`atomic_save_npy`, :func:`atomic_save_npz` (``compressed=True`` -> ``np.savez_compressed``)
+* :func:`atomic_open` — context manager yielding a binary file object for custom writers
+* :func:`atomic_folder` — context manager yielding a temporary folder that replaces ``path``
+  on success (an existing folder at ``path`` is moved aside and removed after the swap).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["atomic_open", "atomic_write_bytes", "atomic_write_text", "atomic_write_json",
+           "atomic_save_npy", "atomic_save_npz", "atomic_folder"]
+
+
+@contextlib.contextmanager
+def atomic_open(path, mode: str = "wb"):
+    """Yield a file object; on clean exit it is fsynced and renamed onto ``path``."""
+    if mode not in ("wb", "w"):
+        raise ValueError(f"atomic_open: mode must be 'wb' or 'w', got {mode!r}")
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; published files should be readable
+        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if mode == "w" else {})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    with atomic_open(path, "wb") as f:
+        f.write(data)
+
+
+def atomic_write_text(path, text: str) -> None:
+    with atomic_open(path, "w") as f:
+        f.write(text)
+
+
+def atomic_write_json(path, obj, **kw) -> None:
+    """JSON with sorted keys by default so that equal objects give equal files."""
+    kw.setdefault("sort_keys", True)
+    atomic_write_text(path, json.dumps(obj, **kw) + "\n")
+
+
+def atomic_save_npy(path, arr) -> None:
+    """``np.save`` (never pickles: object arrays are refused)."""
+    with atomic_open(path, "wb") as f:
+        np.save(f, np.asarray(arr), allow_pickle=False)
+
+
+def atomic_save_npz(path, compressed: bool = False, **arrays) -> None:
+    """``np.savez[_compressed]`` of ``arrays`` to exactly ``path`` (no '.npz' appended)."""
+    for k, v in arrays.items():
+        if np.asarray(v).dtype == object:
+            raise ValueError(f"atomic_save_npz: array {k!r} has dtype object (would need pickle)")
+    with atomic_open(path, "wb") as f:
+        (np.savez_compressed if compressed else np.savez)(f, **arrays)
+
+
+@contextlib.contextmanager
+def atomic_folder(path, overwrite: bool = False):
+    """Yield a temporary folder (a sibling of ``path``); on success it becomes ``path``.
+
+    If ``path`` exists and ``overwrite`` is False, raises FileExistsError before yielding.
+    With ``overwrite`` the old folder is renamed aside, the new one renamed in, then the old
+    one deleted, so at every instant ``path`` is either the old or the complete new folder
+    (except for the two-rename window, during which it is briefly absent).
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        os.chmod(tmp, 0o755)
+        yield tmp
+        old = None
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            os.replace(path, old / "x")
+        os.replace(tmp, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
