@@ -1,0 +1,423 @@
+"""numba kernels of the GraphSAINT samplers (SPEC §1.1, §2). The only numba code in sampling/.
+
+Execution model (inter-sampler parallelism, SPEC §2.2): a call samples ``count`` independent
+subgraphs; ``prange`` runs ``nworkers`` workers, worker ``w`` takes subgraphs ``w, w+W, ...``.
+Subgraph ``i`` reseeds numba's (per-thread) generator with ``seeds[i]`` before its first draw,
+so its random stream, hence its content, does not depend on the worker or thread count.
+
+Per-worker scratch ``mark[w]`` is a |V|-long int32 map, -1 everywhere between uses; every
+kernel resets exactly the entries it touched, so no subgraph pays O(|V|) work.
+
+Each sampler kernel writes the sorted unique node set of subgraph ``i`` into ``nodes_buf[i]``
+(``nv[i]`` entries) and the number of induced edges into ``ne[i]``; ``fill_induced`` then builds
+all CSRs, parent edge ids, transpose permutations and edge values in one pass.
+"""
+
+import numba as nb
+import numpy as np
+
+_JIT = dict(nogil=True, cache=True)
+
+
+# ------------------------------------------------------------------ random helpers
+@nb.njit(**_JIT)
+def _randint(n):
+    """Uniform integer in [0, n) from the calling thread's numba generator."""
+    j = np.int64(np.random.random() * n)
+    return j if j < n else n - 1
+
+
+@nb.njit(**_JIT)
+def build_alias(weights):
+    """Vose alias table for P(j) ∝ weights[j] (sum > 0). Returns (prob float64, alias int64).
+
+    Draw: j uniform in [0, k); keep j with probability prob[j], else take alias[j]. O(1).
+    """
+    k = weights.shape[0]
+    scaled = weights.astype(np.float64) * (k / weights.sum())
+    prob = np.ones(k, dtype=np.float64)
+    alias = np.arange(k).astype(np.int64)
+    small = np.empty(k, dtype=np.int64)
+    large = np.empty(k, dtype=np.int64)
+    ns = 0
+    nl = 0
+    for j in range(k):
+        if scaled[j] < 1.0:
+            small[ns] = j
+            ns += 1
+        else:
+            large[nl] = j
+            nl += 1
+    while ns > 0 and nl > 0:
+        ns -= 1
+        s = small[ns]
+        l = large[nl - 1]
+        prob[s] = scaled[s]
+        alias[s] = l
+        scaled[l] = (scaled[l] + scaled[s]) - 1.0
+        if scaled[l] < 1.0:
+            nl -= 1
+            small[ns] = l
+            ns += 1
+    # leftovers are 1 up to rounding: prob stays 1, alias stays itself
+    return prob, alias
+
+
+@nb.njit(**_JIT)
+def _alias_draw(prob, alias):
+    j = _randint(prob.shape[0])
+    if np.random.random() < prob[j]:
+        return j
+    return alias[j]
+
+
+@nb.njit(**_JIT)
+def alias_draws(prob, alias, count, seed):
+    """``count`` draws from an alias table with a fixed seed (used by tests)."""
+    np.random.seed(seed)
+    out = np.empty(count, dtype=np.int64)
+    for t in range(count):
+        out[t] = _alias_draw(prob, alias)
+    return out
+
+
+# ------------------------------------------------------------------ shared per-subgraph steps
+@nb.njit(**_JIT)
+def _unique_sort_clip(buf, k, clip, mark):
+    """Sort-unique ``buf[:k]`` in place; if ``clip`` > 0 keep a uniform random subset of
+    floor(u/clip)*clip nodes (SPEC §2.2 (a), drop before induction). Returns the new length."""
+    u = 0
+    for j in range(k):
+        v = buf[j]
+        if mark[v] < 0:
+            mark[v] = 0
+            buf[u] = v
+            u += 1
+    for j in range(u):
+        mark[buf[j]] = -1
+    if clip > 0 and u >= clip:
+        keep = (u // clip) * clip
+        if keep < u:
+            for j in range(keep):  # partial Fisher-Yates: buf[:keep] is a uniform subset
+                t = j + _randint(u - j)
+                tmp = buf[j]
+                buf[j] = buf[t]
+                buf[t] = tmp
+            u = keep
+    buf[:u].sort()
+    return u
+
+
+@nb.njit(**_JIT)
+def _count_induced(indptr, indices, vs, k, mark):
+    """Number of edges of the subgraph induced by vs[:k] (sorted, unique)."""
+    for j in range(k):
+        mark[vs[j]] = j
+    tot = 0
+    for j in range(k):
+        u = vs[j]
+        for e in range(indptr[u], indptr[u + 1]):
+            if mark[indices[e]] >= 0:
+                tot += 1
+    for j in range(k):
+        mark[vs[j]] = -1
+    return tot
+
+
+@nb.njit(**_JIT)
+def _finish(indptr, indices, buf, k, clip, mark, nv, ne, i):
+    u = _unique_sort_clip(buf, k, clip, mark)
+    nv[i] = u
+    ne[i] = _count_induced(indptr, indices, buf, u, mark)
+
+
+# ------------------------------------------------------------------ samplers
+@nb.njit(parallel=True, **_JIT)
+def sample_node(indptr, indices, nodes, prob, alias, n, seeds, clip, mark, nodes_buf, nv, ne):
+    """Node sampler: n draws with replacement from ``nodes`` by the alias table (P ∝ deg)."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    for w in nb.prange(nw):
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            for t in range(n):
+                buf[t] = nodes[_alias_draw(prob, alias)]
+            _finish(indptr, indices, buf, n, clip, mark[w], nv, ne, i)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sample_edge(indptr, indices, eu, ev, prob, alias, m, seeds, clip, mark, nodes_buf, nv, ne):
+    """Edge sampler: m undirected edges (eu[j], ev[j]) drawn with P ∝ prob table; V_s = ends."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    for w in nb.prange(nw):
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            for t in range(m):
+                j = _alias_draw(prob, alias)
+                buf[2 * t] = eu[j]
+                buf[2 * t + 1] = ev[j]
+            _finish(indptr, indices, buf, 2 * m, clip, mark[w], nv, ne, i)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sample_rw(indptr, indices, nodes, r, h, seeds, clip, mark, nodes_buf, nv, ne):
+    """RW sampler: r uniform roots from ``nodes``, h uniform-neighbour steps each (a node with no
+    neighbours stays put); V_s = every visited node."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    nn = nodes.shape[0]
+    for w in nb.prange(nw):
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            k = 0
+            for _ in range(r):
+                v = nodes[_randint(nn)]
+                buf[k] = v
+                k += 1
+                for _s in range(h):
+                    d = indptr[v + 1] - indptr[v]
+                    if d > 0:
+                        v = indices[indptr[v] + _randint(d)]
+                    buf[k] = v
+                    k += 1
+            _finish(indptr, indices, buf, k, clip, mark[w], nv, ne, i)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sample_full(indptr, indices, nodes, seeds, clip, mark, nodes_buf, nv, ne):
+    """Full 'sampler': V_s = ``nodes`` (clipping, if asked, still applies)."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    for w in nb.prange(nw):
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            buf[:nodes.shape[0]] = nodes
+            _finish(indptr, indices, buf, nodes.shape[0], clip, mark[w], nv, ne, i)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sample_frontier(indptr, indices, nodes, m, n, max_deg, eta, db_size, seeds, clip, mark,
+                    nodes_buf, nv, ne):
+    """MRW/frontier sampler, Dashboard implementation (``frontier_dashboard``) per subgraph."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    for w in nb.prange(nw):
+        pops = np.empty(max(n - m, 0), dtype=np.int64)
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
+                                   pops, mark[w])
+            _finish(indptr, indices, buf, k, clip, mark[w], nv, ne, i)
+
+
+@nb.njit(**_JIT)
+def _pins(indptr, v, max_deg):
+    d = indptr[v + 1] - indptr[v]
+    if max_deg > 0 and d > max_deg:
+        return max_deg
+    return d
+
+
+@nb.njit(**_JIT)
+def _uniform_subset(nodes, m, buf, mark):
+    """m distinct entries of ``nodes`` (unique ids) uniformly, into buf[:m]."""
+    nn = nodes.shape[0]
+    if 2 * m <= nn:  # rejection on the mark map: O(m) expected, no O(|V|) work
+        k = 0
+        while k < m:
+            v = nodes[_randint(nn)]
+            if mark[v] < 0:
+                mark[v] = 0
+                buf[k] = v
+                k += 1
+        for j in range(m):
+            mark[buf[j]] = -1
+    else:  # dense case: partial Fisher-Yates over a copy of the positions
+        perm = np.arange(nn)
+        for j in range(m):
+            t = j + _randint(nn - j)
+            tmp = perm[j]
+            perm[j] = perm[t]
+            perm[t] = tmp
+            buf[j] = nodes[perm[j]]
+
+
+@nb.njit(**_JIT)
+def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, pops, mark):
+    """Frontier sampling with the pin/tile Dashboard (journal Alg. 3/4, SPEC §2.1).
+
+    FS: m nodes uniform without replacement from ``nodes`` -> buf[:m]. Then n-m times: pop
+    u ∈ FS with P ∝ pins(u) = min(deg(u), max_deg) by probing DB uniformly until a live pin is
+    hit, replace u by a uniform neighbour u' (appended to buf, popped node to ``pops``).
+    DB[k] = tile id (-1 = NULL); tile t = (node, pin start, pin end, IA index); IA = (start,
+    alive) per appended node, ``ia_start[cnt]`` = used DB entries. When u' does not fit, CLEANUP
+    compacts live pins into a fresh DB (masked prefix sum over IA); if it still does not fit,
+    u' gets all remaining slots. A node with 0 pins has no IA entry and is never popped; if no
+    live pin is left the walk stops early. Returns the number of entries written to ``buf``.
+    """
+    _uniform_subset(nodes, m, buf, mark)
+    init = 0
+    for i in range(m):
+        init += _pins(indptr, buf[i], max_deg)
+    size = max(db_size, np.int64(eta * init) + 1)  # DB must hold the initial frontier
+    db = np.full(size, -1, dtype=np.int32)
+    db_new = np.empty(size, dtype=np.int32)
+    ia_start = np.empty(size + 2, dtype=np.int64)
+    ia_alive = np.zeros(size + 2, dtype=np.bool_)
+    t_node = np.empty(m, dtype=np.int64)
+    t_start = np.zeros(m, dtype=np.int64)
+    t_end = np.zeros(m, dtype=np.int64)
+    t_ia = np.full(m, -1, dtype=np.int64)
+    used = 0
+    cnt = 0
+    for t in range(m):
+        v = buf[t]
+        p = _pins(indptr, v, max_deg)
+        t_node[t] = v
+        if p > 0:
+            ia_start[cnt] = used
+            ia_alive[cnt] = True
+            t_start[t] = used
+            t_end[t] = used + p
+            t_ia[t] = cnt
+            db[used:used + p] = t
+            used += p
+            cnt += 1
+    ia_start[cnt] = used
+    live = used
+    k = m
+    for step in range(n - m):
+        if live == 0:
+            break
+        # POP: uniform probes over the used part of DB until a live pin is hit
+        while True:
+            t = db[_randint(used)]
+            if t >= 0:
+                break
+        vpop = t_node[t]
+        db[t_start[t]:t_end[t]] = -1
+        ia_alive[t_ia[t]] = False
+        live -= t_end[t] - t_start[t]
+        pops[step] = vpop
+        d = indptr[vpop + 1] - indptr[vpop]
+        vnew = indices[indptr[vpop] + _randint(d)]
+        buf[k] = vnew
+        k += 1
+        p = _pins(indptr, vnew, max_deg)
+        if used + p > size:
+            # CLEANUP: new offsets = prefix sum of pin counts masked by the alive flags
+            nu = 0
+            nc = 0
+            for j in range(cnt):
+                if ia_alive[j]:
+                    a = ia_start[j]
+                    b = ia_start[j + 1]
+                    tt = db[a]
+                    db_new[nu:nu + b - a] = tt
+                    t_start[tt] = nu
+                    t_end[tt] = nu + b - a
+                    t_ia[tt] = nc
+                    ia_start[nc] = nu  # nc <= j: entries j, j+1 were read already
+                    nu += b - a
+                    nc += 1
+            ia_alive[:nc] = True
+            ia_alive[nc:cnt + 1] = False
+            ia_start[nc] = nu
+            tmp = db
+            db = db_new
+            db_new = tmp
+            used = nu
+            cnt = nc
+            if used + p > size:
+                p = size - used  # "more pins than DB holds": all remaining slots
+        # ADD: reuse the popped tile for vnew
+        t_node[t] = vnew
+        t_ia[t] = -1
+        if p > 0:
+            t_start[t] = used
+            t_end[t] = used + p
+            t_ia[t] = cnt
+            ia_alive[cnt] = True
+            db[used:used + p] = t
+            used += p
+            live += p
+            cnt += 1
+            ia_start[cnt] = used
+    return k
+
+
+@nb.njit(**_JIT)
+def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, mark):
+    """One Dashboard frontier run with its trace, for tests: (buf[:k], pops[:k-m])."""
+    np.random.seed(seed)
+    buf = np.empty(n, dtype=np.int64)
+    pops = np.empty(max(n - m, 0), dtype=np.int64)
+    k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, pops, mark)
+    return buf[:k].copy(), pops[:k - m].copy()
+
+
+# ------------------------------------------------------------------ induction
+@nb.njit(parallel=True, **_JIT)
+def fill_induced(indptr, indices, nodes_buf, nv, node_off, edge_off, mark, edge_values,
+                 row_scale, out_nodes, out_indptr, out_indices, out_eids, out_perm, out_data):
+    """Induced CSRs of all subgraphs in one pass, into flat arrays.
+
+    Subgraph i: nodes at out_nodes[node_off[i]:], indptr (k+1 entries) at
+    out_indptr[node_off[i]+i:], edges at edge_off[i]. Rows are sorted because parent rows are
+    sorted and local ids increase with parent ids. Per edge e=(v,u): parent id, and if
+    out_data is non-empty, value = edge_values[e] (1 if empty) * row_scale[v] (1 if empty).
+    out_perm: local transpose permutation of the symmetric pattern (journal Alg. 6).
+    """
+    count = nv.shape[0]
+    nw = mark.shape[0]
+    has_val = edge_values.shape[0] > 0
+    has_scale = row_scale.shape[0] > 0
+    has_data = out_data.shape[0] > 0
+    for w in nb.prange(nw):
+        mk = mark[w]
+        for i in range(w, count, nw):
+            k = nv[i]
+            vs = nodes_buf[i]
+            no = node_off[i]
+            eo = edge_off[i]
+            ip = out_indptr[no + i:no + i + k + 1]
+            for j in range(k):
+                mk[vs[j]] = j
+                out_nodes[no + j] = vs[j]
+            t = 0
+            ip[0] = 0
+            for j in range(k):
+                u = vs[j]
+                s = row_scale[u] if has_scale else np.float32(1.0)
+                for e in range(indptr[u], indptr[u + 1]):
+                    loc = mk[indices[e]]
+                    if loc >= 0:
+                        out_indices[eo + t] = loc
+                        out_eids[eo + t] = e
+                        if has_data:
+                            val = edge_values[e] if has_val else np.float32(1.0)
+                            out_data[eo + t] = val * s
+                        t += 1
+                ip[j + 1] = t
+            for j in range(k):
+                mk[vs[j]] = -1
+            cursor = ip[:k].copy()
+            for j in range(k):
+                for e in range(ip[j], ip[j + 1]):
+                    v = out_indices[eo + e]
+                    out_perm[eo + cursor[v]] = e
+                    cursor[v] += 1
+
+
+# ------------------------------------------------------------------ normalization counters
+@nb.njit(**_JIT)
+def add_counts(counts, ids):
+    """counts[ids[j]] += 1 for every j (C_v / C_e accumulation, SPEC §1.2)."""
+    for j in range(ids.shape[0]):
+        counts[ids[j]] += 1

@@ -1,0 +1,161 @@
+"""GraphSAINT minibatch loader: sampler + normalization + prefetching pool -> Batch stream.
+
+Inductive (default): sample ``dataset.train_graph`` (global ids, train-train edges only) over
+``dataset.train_idx``. Transductive: sample ``dataset.graph`` over all nodes; loss only on
+``dataset.train_idx``. Each Batch carries
+
+  adj.data[e] = Â_s[v, u] = multiplier[e] / deg(v)   (deg in the sampled-from graph; SPEC §1.2)
+
+plus ``edge_ids``, ``adj_t_perm`` (data_T = data[adj_t_perm]), ``x`` (float32 features of
+``nodes``), ``y`` (int64 classes or float32 0/1 matrix) and ``loss_weight`` (minibatch loss =
+sum_i loss_weight[i] * L_i). Batches form one stream: the N pre-sampled subgraphs (stream
+indices 0..N-1) first, then fresh ones N, N+1, ... made by the pool's producer thread; an epoch
+is the next ``len(loader)`` = ceil(|V_train| / expected |V_s|) batches of that stream.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import torch
+
+from scalegnn.batch import Batch
+from scalegnn.errors import ConfigError
+from scalegnn.sampling.normalization import Normalization
+from scalegnn.sampling.pool import BatchPool
+from scalegnn.sampling.samplers import Subgraph, make_sampler
+
+
+def _nonneg_int(name: str, value, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+class GraphSAINTLoader:
+    """Iterable of :class:`~scalegnn.batch.Batch` (see module docstring).
+
+    ``num_threads``: sampler threads (None: numba's default); ``pool_depth``: ready batches
+    kept ahead (0: no background thread, batches are made on demand); ``clip_multiple``: make
+    |V_s| a multiple of it by random node dropping (0: off).
+    """
+
+    def __init__(self, dataset, sampler: str, params: dict, *, transductive: bool = False,
+                 coverage: float = 50, normalize: bool = True, seed: int = 0,
+                 num_threads: int | None = None, pool_depth: int = 4, clip_multiple: int = 0):
+        self.dataset = dataset
+        self.transductive = bool(transductive)
+        self.seed = int(seed)
+        self.pool_depth = _nonneg_int("pool_depth", pool_depth)
+        self.clip_multiple = _nonneg_int("clip_multiple", clip_multiple)
+        if num_threads is not None:
+            _nonneg_int("num_threads", num_threads, 1)
+        self.num_threads = num_threads
+        train_idx = np.asarray(dataset.train_idx, dtype=np.int64)
+        if self.transductive:
+            graph, nodes = dataset.graph, np.arange(dataset.num_nodes, dtype=np.int64)
+        else:
+            graph, nodes = dataset.train_graph, train_idx
+        self.sampler = make_sampler(sampler, graph, nodes, params)
+        self.norm, presampled = Normalization.estimate(
+            self.sampler, train_idx, dataset.num_nodes, coverage, self.seed, normalize,
+            num_threads=num_threads, clip_multiple=self.clip_multiple)
+        self.presample_seconds = self.norm.presample_seconds
+        deg = graph.degrees()
+        self._inv_deg = np.zeros(graph.num_nodes, dtype=np.float32)
+        self._inv_deg[deg > 0] = 1.0 / deg[deg > 0]
+        self._presampled: list[Subgraph | None] = presampled
+        self._next_presampled = 0
+        self._next_stream = len(presampled)  # stream index of the next fresh subgraph
+        self._len = max(1, math.ceil(train_idx.size / max(self.sampler.expected_size, 1.0)))
+        self._chunk = max(2 * (num_threads or 2), self.pool_depth, 1)
+        self._pool: BatchPool | None = None
+        self._closed = False
+        self.stats = {"presample_seconds": self.presample_seconds, "presampled": len(presampled),
+                      "sample_seconds": 0.0, "gather_seconds": 0.0, "wait_seconds": 0.0,
+                      "batches": 0}
+
+    # -------------------------------------------------------------- iteration
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self):
+        try:
+            for _ in range(self._len):
+                yield self.next_batch()
+        except (Exception, KeyboardInterrupt):
+            self.close()
+            raise
+
+    def next_batch(self) -> Batch:
+        """The next batch of the stream (pre-sampled ones first)."""
+        if self._closed:
+            raise ConfigError("GraphSAINTLoader: used after close()")
+        if self._next_presampled < len(self._presampled):
+            sub = self._presampled[self._next_presampled]
+            self._presampled[self._next_presampled] = None  # free as we go
+            self._next_presampled += 1
+            self._start_pool()
+            batch = self._make_batch(sub, self._next_presampled - 1)
+        elif self.pool_depth == 0:
+            batch = self._produce()[0]
+        else:
+            self._start_pool()
+            batch = self._pool.get()
+            self.stats["wait_seconds"] = self._pool.wait_seconds
+        self.stats["batches"] += 1
+        return batch
+
+    # -------------------------------------------------------------- production
+    def _start_pool(self):
+        if self._pool is None and self.pool_depth > 0 and not self._closed:
+            self._pool = BatchPool(self._produce, self.pool_depth, name="scalegnn-sampler")
+
+    def _produce(self) -> list[Batch]:
+        """One multi-threaded sampler call; runs in the pool thread (or inline)."""
+        count = 1 if self.pool_depth == 0 else self._chunk
+        start = self._next_stream
+        self._next_stream += count
+        t0 = time.perf_counter()
+        subs = self.sampler.sample(count, self.seed, self.num_threads, start=start,
+                                   clip_multiple=self.clip_multiple,
+                                   edge_values=self.norm.edge_multiplier, row_scale=self._inv_deg)
+        self.stats["sample_seconds"] += time.perf_counter() - t0
+        return [self._make_batch(s, start + i) for i, s in enumerate(subs)]
+
+    def _make_batch(self, sub: Subgraph, stream_index: int) -> Batch:
+        t0 = time.perf_counter()
+        adj = sub.graph
+        if adj.data is None:  # pre-sampled: multipliers were not known when it was drawn
+            rows = np.repeat(sub.nodes, adj.degrees())
+            adj = adj.with_data(self.norm.edge_multipliers(sub) * self._inv_deg[rows])
+        x = torch.from_numpy(np.ascontiguousarray(self.dataset.features[sub.nodes],
+                                                  dtype=np.float32))
+        y = torch.from_numpy(np.ascontiguousarray(self.dataset.labels[sub.nodes]))
+        lw = torch.from_numpy(np.ascontiguousarray(self.norm.loss_weights(sub), np.float32))
+        self.stats["gather_seconds"] += time.perf_counter() - t0
+        return Batch(nodes=sub.nodes, adj=adj, edge_ids=sub.edge_ids,
+                     adj_t_perm=sub.transpose_perm, x=x, y=y, loss_weight=lw,
+                     meta={"stream_index": stream_index})
+
+    # -------------------------------------------------------------- shutdown
+    def close(self):
+        """Stop the background producer (idempotent)."""
+        self._closed = True
+        if self._pool is not None:
+            self.stats["wait_seconds"] = self._pool.wait_seconds
+            self._pool.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
