@@ -41,6 +41,11 @@ class Graph:
         if indices.dtype != want:
             if not np.issubdtype(indices.dtype, np.integer):
                 raise GraphError(f"{name}: indices must be integers, got {indices.dtype}")
+            if validate and indices.size and indices.itemsize > np.dtype(want).itemsize:
+                hi = int(indices.max())  # check before narrowing: a cast would wrap it
+                if hi >= self.num_cols:
+                    raise GraphError(f"{name}: node id {hi} out of range for "
+                                     f"{self.num_cols} columns")
             indices = indices.astype(want)
         self.indptr = indptr
         self.indices = np.ascontiguousarray(indices)
@@ -90,12 +95,15 @@ class Graph:
         import scipy.sparse as sp
         if not sp.issparse(mat):
             raise GraphError(f"{name}: expected a scipy.sparse matrix, got {type(mat).__name__}")
-        mat = mat.tocsr()
+        csr = mat.tocsr()
         if keep_data:
-            mat = mat.copy()
-            mat.sum_duplicates()
-        else:
-            mat.sort_indices()
+            csr = csr.copy()
+            csr.sum_duplicates()
+        elif not csr.has_sorted_indices:
+            if csr is mat:  # never sort the caller's matrix in place
+                csr = csr.copy()
+            csr.sort_indices()
+        mat = csr
         data = np.asarray(mat.data) if keep_data else None
         return cls(mat.indptr, mat.indices, mat.shape[1], data, name=name) \
             .check_rows(mat.shape[0], name)
@@ -104,15 +112,17 @@ class Graph:
     def from_torch(cls, t, num_nodes: int | None = None, **kw) -> "Graph":
         """From a 2 x E ``edge_index`` tensor or a torch sparse (COO/CSR) tensor."""
         import torch
+        keep_data = kw.pop("keep_data", False)
+        t = t.detach().cpu()  # CUDA tensors too
         if t.layout == torch.sparse_csr:
             return cls(t.crow_indices().numpy(), t.col_indices().numpy(), t.shape[1],
-                       t.values().numpy() if kw.get("keep_data") else None)
+                       t.values().numpy() if keep_data else None)
         if t.layout == torch.sparse_coo:
             t = t.coalesce()
             idx = t.indices().numpy()
             return cls.from_edges(idx[0], idx[1], t.shape[0], symmetrize=False,
                                   deduplicate=True, remove_self_loops=False)
-        t = t.detach().cpu().numpy()
+        t = t.numpy()
         if t.ndim != 2 or t.shape[0] != 2:
             raise GraphError(f"edge_index must have shape (2, E), got {tuple(t.shape)}")
         return cls.from_edges(t[0], t[1], num_nodes, **kw)
@@ -297,5 +307,5 @@ class Graph:
             vals = vals.to(dtype)
         t = torch.sparse_csr_tensor(torch.from_numpy(self.indptr),
                                     torch.from_numpy(self.indices.astype(np.int64)), vals,
-                                    size=self.shape)
+                                    size=self.shape, check_invariants=False)  # validated
         return t if device is None else t.to(device)
