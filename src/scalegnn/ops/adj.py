@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -18,7 +20,8 @@ class SparseAdj:
     CUDA or for torch's own kernels.
     """
 
-    __slots__ = ("indptr", "indices", "data", "num_rows", "num_cols", "_t", "_torch", "__weakref__")
+    __slots__ = ("indptr", "indices", "data", "num_rows", "num_cols", "_t", "_torch", "_cast",
+                 "_bounds", "__weakref__")
 
     def __init__(self, indptr, indices, data, num_cols: int, *, transpose=None):
         self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
@@ -28,6 +31,17 @@ class SparseAdj:
         self.num_cols = int(num_cols)
         self._t = transpose
         self._torch = {}
+        self._cast = {}     # numpy dtype -> data converted once for the numba kernels
+        self._bounds = {}   # thread count -> nnz-balanced row chunk bounds
+
+    def data_as(self, dtype) -> np.ndarray:
+        """``data`` in ``dtype`` (converted once and cached)."""
+        dtype = np.dtype(dtype)
+        if self.data.dtype == dtype:
+            return self.data
+        if dtype not in self._cast:
+            self._cast[dtype] = self.data.astype(dtype)
+        return self._cast[dtype]
 
     @classmethod
     def from_graph(cls, g: Graph, transpose_perm=None, dtype=np.float32) -> "SparseAdj":
@@ -73,10 +87,12 @@ class SparseAdj:
         dtype = dtype or torch.from_numpy(self.data[:0]).dtype
         key = (str(device), dtype)
         if key not in self._torch:
-            t = torch.sparse_csr_tensor(torch.from_numpy(self.indptr),
-                                        torch.from_numpy(self.indices.astype(np.int64)),
-                                        torch.from_numpy(self.data).to(dtype),
-                                        size=self.shape)
+            with warnings.catch_warnings():   # "CSR support is in beta": once per process is noise
+                warnings.simplefilter("ignore", UserWarning)
+                t = torch.sparse_csr_tensor(torch.from_numpy(self.indptr),
+                                            torch.from_numpy(self.indices.astype(np.int64)),
+                                            torch.from_numpy(self.data).to(dtype),
+                                            size=self.shape, check_invariants=False)
             self._torch[key] = t.to(device)
         return self._torch[key]
 

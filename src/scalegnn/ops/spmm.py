@@ -1,31 +1,92 @@
-"""Sparse-dense product ``Â·X`` with autograd: forward ``Â·X``, backward ``Âᵀ·G``."""
+"""Sparse-dense product ``Â·X`` with autograd: forward ``Â·X``, backward ``Âᵀ·G``.
+
+The backward runs the same kernel on ``adj.t()``; for sampled subgraphs that transpose shares
+``indptr``/``indices`` and only permutes ``data`` (journal Alg. 6), so no CSR is rebuilt.
+
+Host tensors (float32/float64) go to the numba kernels of :mod:`scalegnn.ops._kernels`,
+picked per call by :mod:`scalegnn.ops.costmodel`; CUDA tensors (and other dtypes) go to
+torch's sparse CSR kernels (``adj.torch_csr(device, dtype)``). The thread count is
+``min(torch.get_num_threads(), numba.get_num_threads())``.
+"""
 
 from __future__ import annotations
 
+import numba
+import numpy as np
 import torch
 
+from scalegnn.errors import ConfigError, GraphError
+from scalegnn.ops import _kernels as K
+from scalegnn.ops import costmodel
 from scalegnn.ops.adj import SparseAdj
 
+KERNELS = ("auto", "rows", "features", "torch")
+_NUMBA_DTYPES = (torch.float32, torch.float64)
 
-def _mm(adj: SparseAdj, x: torch.Tensor) -> torch.Tensor:
-    return torch.sparse.mm(adj.torch_csr(x.device, x.dtype), x)
+
+def num_threads() -> int:
+    """Threads the kernels use: the smaller of torch's and numba's settings."""
+    return max(1, min(torch.get_num_threads(), numba.get_num_threads()))
+
+
+def plan_for(adj: SparseAdj, f: int, dtype: torch.dtype, kernel: str = "auto"):
+    """The cost model's :class:`~scalegnn.ops.costmodel.Plan` for ``adj @ x`` (x: n x f)."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    force = None if kernel == "auto" else kernel
+    return costmodel.plan_spmm(adj.num_rows, adj.num_cols, adj.nnz, f, itemsize,
+                               num_threads(), force=force)
+
+
+def _row_bounds(adj: SparseAdj, p: int) -> np.ndarray:
+    if p not in adj._bounds:
+        # a row costs about as much as 2 edges (slice setup + store) - balance on both
+        adj._bounds[p] = K.balanced_row_bounds(adj.indptr, p, 2)
+    return adj._bounds[p]
+
+
+def spmm_forward(adj: SparseAdj, x: torch.Tensor, kernel: str = "auto", plan=None) -> torch.Tensor:
+    """``adj @ x`` without autograd; ``kernel`` in :data:`KERNELS` (tests and benchmarks
+    force one; ``plan`` overrides the cost model's parameters)."""
+    if x.device.type != "cpu" or x.dtype not in _NUMBA_DTYPES or kernel == "torch":
+        return torch.sparse.mm(adj.torch_csr(x.device, x.dtype), x)
+    n, f = adj.num_rows, x.shape[1]
+    if n == 0 or f == 0:
+        return x.new_zeros((n, f))
+    x = x.contiguous()
+    out = torch.empty((n, f), dtype=x.dtype)         # every element is written by the kernel
+    xn, on = x.numpy(), out.numpy()
+    data = adj.data_as(xn.dtype)
+    plan = plan or plan_for(adj, f, x.dtype, kernel)
+    if plan.kernel == "features":
+        K.spmm_feature_blocks(adj.indptr, adj.indices, data, xn, on, plan.width, plan.q_f,
+                              plan.threads)
+    else:
+        K.spmm_rows(adj.indptr, adj.indices, data, xn, on, _row_bounds(adj, plan.threads),
+                    plan.tile, plan.prefetch)
+    return out
 
 
 class _SpMM(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, adj):
+    def forward(ctx, x, adj, kernel):
         ctx.adj = adj
-        return _mm(adj, x)
+        ctx.kernel = kernel
+        return spmm_forward(adj, x, kernel)
 
     @staticmethod
     def backward(ctx, grad):
         if not ctx.needs_input_grad[0]:
-            return None, None
-        return _mm(ctx.adj.t(), grad.contiguous()), None
+            return None, None, None
+        return spmm_forward(ctx.adj.t(), grad.contiguous(), ctx.kernel), None, None
 
 
-def spmm(adj: SparseAdj, x: torch.Tensor) -> torch.Tensor:
-    """``adj @ x`` for a (rows x cols) SparseAdj and a dense (cols x f) tensor."""
-    if x.shape[0] != adj.num_cols:
-        raise ValueError(f"spmm: x has {x.shape[0]} rows, adjacency has {adj.num_cols} columns")
-    return _SpMM.apply(x.contiguous(), adj)
+def spmm(adj: SparseAdj, x: torch.Tensor, *, kernel: str = "auto") -> torch.Tensor:
+    """``adj @ x`` for a (rows x cols) SparseAdj and a dense (cols x f) tensor, differentiable
+    in ``x`` (backward: ``adj.t() @ grad``). ``kernel``: auto (cost model), rows, features,
+    torch."""
+    if kernel not in KERNELS:
+        raise ConfigError(f"spmm: kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    if x.dim() != 2 or x.shape[0] != adj.num_cols:
+        raise GraphError(f"spmm: x has shape {tuple(x.shape)}, adjacency has {adj.num_cols} "
+                         f"columns (x must be {adj.num_cols} x f)")
+    return _SpMM.apply(x.contiguous(), adj, kernel)

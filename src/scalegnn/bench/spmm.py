@@ -1,0 +1,137 @@
+"""``scalegnn bench spmm``: SpMM kernels vs ``torch.sparse.mm`` (CSR) and memory bandwidth.
+
+Prints one JSON line with the machine's triad bandwidth, then one per case with the median
+time per call of: the row-parallel kernel (the cost model's column tile), the
+feature-partitioned kernel (the seeds' Q_f), torch.sparse.mm on the same CSR, the backward
+(``adj.t() @ G``) with the picked kernel and with torch; the cost model's pick and prediction,
+whether the pick was the faster kernel, ratios vs torch and effective GB/s. Calls of all
+kernels are interleaved per repeat, so machine load hits them alike.
+
+Graph: G(n, m) random pairs, symmetrized (symmetric pattern, sorted rows), row-normalized;
+the transpose shares the pattern and permutes data (journal Alg. 6), as for sampled subgraphs.
+Effective bytes = the gathered X rows (nnz·f·s) + out (n·f·s) + the CSR (nnz·(4+s)).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numba
+import numpy as np
+import torch
+
+from scalegnn.graph import Graph
+from scalegnn.ops import costmodel
+from scalegnn.ops.adj import SparseAdj
+from scalegnn.ops.membw import triad_bandwidth
+from scalegnn.ops.spmm import num_threads, plan_for, spmm_forward
+
+DEFAULT_CASES = [(8000, 512), (8000, 2048), (50000, 512)]
+
+
+def add_arguments(p):
+    p.add_argument("--n", type=int, help="rows/cols of Â (with --f: one case instead of the defaults)")
+    p.add_argument("--f", type=int, help="feature width")
+    p.add_argument("--degree", type=float, default=15, help="average degree (default 15)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=5, help="timed calls per kernel (median)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-membw", action="store_true", help="skip the triad measurement")
+
+
+def random_adj(n: int, degree: float, seed: int, dtype=np.float32) -> SparseAdj:
+    """Symmetric G(n, n·degree/2) pattern, row-normalized, with the Alg. 6 transpose."""
+    rng = np.random.default_rng(seed)
+    m = int(n * degree / 2)
+    g = Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), n).row_normalized(dtype=dtype)
+    return SparseAdj.from_graph(g, g.transpose_permutation(), dtype=dtype)
+
+
+def time_interleaved(fns: dict, repeat: int) -> dict:
+    """Median seconds per call of each function; one warm-up call each, calls interleaved."""
+    for fn in fns.values():
+        fn()
+    times = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def run_case(n, f, degree, dtype, repeat, seed, membw_gbps=None) -> dict:
+    tdt = getattr(torch, dtype)
+    adj = random_adj(n, degree, seed, np.dtype(dtype))
+    x = torch.randn(n, f, generator=torch.Generator().manual_seed(seed), dtype=tdt)
+    a_t, at_t = adj.torch_csr(dtype=tdt), adj.t().torch_csr(dtype=tdt)
+    auto = plan_for(adj, f, tdt)
+    pr = plan_for(adj, f, tdt, "rows")
+    pf = plan_for(adj, f, tdt, "features")
+    fns = {
+        "rows": lambda: spmm_forward(adj, x, plan=pr),
+        "features": lambda: spmm_forward(adj, x, plan=pf),
+        "torch": lambda: torch.sparse.mm(a_t, x),
+        "backward": lambda: spmm_forward(adj.t(), x),
+        "torch_backward": lambda: torch.sparse.mm(at_t, x),
+    }
+    if pr.tile < f:  # is the column tiling worth it? measure the untiled kernel too
+        pu = costmodel.Plan("rows", f, pf.width, pf.q_f, pr.threads, {})
+        fns["rows_untiled"] = lambda: spmm_forward(adj, x, plan=pu)
+    t = time_interleaved(fns, repeat)
+    ref = torch.sparse.mm(a_t, x)
+    for k in ("rows", "features"):   # a benchmark of a wrong kernel is worthless
+        got = fns[k]()
+        if not torch.allclose(got, ref, rtol=1e-4, atol=1e-5):
+            raise AssertionError(f"bench spmm: kernel {k} disagrees with torch.sparse.mm")
+    s = x.element_size()
+    eff_bytes = adj.nnz * f * s + n * f * s + adj.nnz * (adj.indices.itemsize + s)
+    fastest = min(("rows", "features"), key=t.get)
+    rec = {
+        "bench": "spmm", "n": n, "f": f, "degree": degree, "nnz": adj.nnz, "dtype": dtype,
+        "threads": num_threads(), "pattern": "symmetric G(n,m), row-normalized",
+        "rows_ms": t["rows"] * 1e3, "rows_tile": pr.tile,
+        "features_ms": t["features"] * 1e3, "features_q_f": pf.q_f, "features_width": pf.width,
+        "torch_ms": t["torch"] * 1e3,
+        "picked": auto.kernel, "fastest": fastest, "model_agrees": auto.kernel == fastest,
+        "predicted_ms": {k: v * 1e3 for k, v in auto.predicted.items()},
+        "picked_ms": t[auto.kernel] * 1e3,
+        "ratio_vs_torch": t["torch"] / t[auto.kernel],
+        "ratio_rows_vs_torch": t["torch"] / t["rows"],
+        "ratio_features_vs_torch": t["torch"] / t["features"],
+        "backward_ms": t["backward"] * 1e3, "torch_backward_ms": t["torch_backward"] * 1e3,
+        "ratio_backward_vs_torch": t["torch_backward"] / t["backward"],
+        "effective_GBps": eff_bytes / t[auto.kernel] / 1e9,
+        "membw_GBps": membw_gbps,
+        "repeat": repeat,
+    }
+    if "rows_untiled" in t:
+        rec["rows_untiled_ms"] = t["rows_untiled"] * 1e3
+    return rec
+
+
+def run(args) -> int:
+    torch.set_num_threads(args.threads)
+    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    c = costmodel.read_caches()
+    membw = None
+    if not args.no_membw:
+        mb = triad_bandwidth(repeat=max(args.repeat, 3))
+        membw = mb["triad_GBps"]
+        print(json.dumps({"bench": "spmm", "kind": "membw", "threads": num_threads(), **mb,
+                          "caches": {"l1": c.l1, "l2": c.l2, "l3": c.l3,
+                                     "l3_sharing": c.l3_sharing, "source": c.source}}), flush=True)
+    if args.n is not None or args.f is not None:
+        cases = [(args.n or 8000, args.f or 512)]
+    else:
+        cases = DEFAULT_CASES
+    agree = 0
+    for n, f in cases:
+        rec = run_case(n, f, args.degree, args.dtype, args.repeat, args.seed, membw)
+        agree += rec["model_agrees"]
+        print(json.dumps(rec), flush=True)
+    print(json.dumps({"bench": "spmm", "kind": "summary", "cases": len(cases),
+                      "model_agrees": agree}), flush=True)
+    return 0

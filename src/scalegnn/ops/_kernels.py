@@ -1,0 +1,175 @@
+"""numba kernels behind :mod:`scalegnn.ops` (SpMM ``out = Â·X`` over CSR, STREAM triad).
+
+Pure functions over arrays; every kernel writes every element of ``out`` (so callers allocate
+with ``empty``, never a separate zero pass). Deterministic: each output element is produced by
+one thread, summing its row's edges in CSR order, whatever the thread count.
+
+Two parallel SpMM kernels (the cost model in :mod:`scalegnn.ops.costmodel` picks per call):
+
+* :func:`spmm_rows` - row-parallel: rows are split into nnz-balanced chunks (one per thread);
+  each chunk is swept once per column tile ``[c0, c0+tile)`` so that X's column tile can stay
+  in the shared cache when the whole X does not.
+* :func:`spmm_feature_blocks` - the seeds' feature partitioning (SPEC §3): the f columns are
+  cut into ``q_f`` blocks; thread ``t`` handles block ``r + t·q_f/p`` in round ``r`` (adjacent
+  blocks never run at the same time, so threads never write the same cache line); each block
+  sweeps the whole CSR, so X's column block stays in the thread's private cache.
+
+Both share :func:`_row_tile`, which accumulates one output row slice with the edges unrolled
+by four: the output slice is loaded/stored once per four neighbour rows instead of per
+neighbour, and four independent X rows are streamed at once (more memory-level parallelism).
+When X lives in DRAM (``npf > 0``) the first ``npf`` cache lines of the next four neighbour
+rows are software-prefetched: the gathers are latency-bound, the hardware prefetcher only
+follows a row after its first misses. The slow reference is :func:`spmm_reference`.
+"""
+
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+# Only flags that keep IEEE semantics for NaN/inf: 'contract' lets LLVM fuse a*x+y into FMA.
+_FM = {"contract", "nsz"}
+_JIT = dict(nogil=True, cache=True, fastmath=_FM, boundscheck=False)
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """``llvm.prefetch`` (read, keep in all levels) of the address of ``arr[idx]``."""
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        ary = context.make_array(aty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@nb.njit(inline="always", **_JIT)
+def _prefetch_rows(indices, x, e0, e1, c0, c1, npf):
+    """Prefetch the first ``npf`` lines of ``x[indices[e], c0:c1]`` for e in [e0, e1)."""
+    step = max(64 // x.itemsize, 1)
+    stop = min(npf * step, c1 - c0)
+    for e in range(e0, e1):
+        xr = x[indices[e], c0:c1]
+        for c in range(0, stop, step):
+            _prefetch(xr, c)
+
+
+@nb.njit(inline="always", **_JIT)
+def _row_tile(indptr, indices, data, x, out, i, c0, c1, npf):
+    """``out[i, c0:c1] = Σ_e data[e] · x[indices[e], c0:c1]`` over row i's edges (4-unrolled).
+
+    With ``npf > 0`` also prefetches the neighbour rows of the next 4 edges (and, at the end of
+    the row, the first 4 edges of row i+1)."""
+    o = out[i, c0:c1]
+    w = c1 - c0
+    a = indptr[i]
+    b = indptr[i + 1]
+    if a == b:
+        for c in range(w):
+            o[c] = 0
+        return
+    # the first edge writes (no zero pass), the rest accumulate
+    x0 = x[indices[a], c0:c1]
+    v0 = data[a]
+    for c in range(w):
+        o[c] = v0 * x0[c]
+    e = a + 1
+    while e + 4 <= b:
+        if npf > 0:
+            _prefetch_rows(indices, x, e + 4, min(e + 8, b), c0, c1, npf)
+        x0 = x[indices[e], c0:c1]
+        x1 = x[indices[e + 1], c0:c1]
+        x2 = x[indices[e + 2], c0:c1]
+        x3 = x[indices[e + 3], c0:c1]
+        v0 = data[e]
+        v1 = data[e + 1]
+        v2 = data[e + 2]
+        v3 = data[e + 3]
+        for c in range(w):
+            o[c] += (v0 * x0[c] + v1 * x1[c]) + (v2 * x2[c] + v3 * x3[c])
+        e += 4
+    if npf > 0 and i + 1 < indptr.shape[0] - 1:
+        _prefetch_rows(indices, x, b, min(b + 4, indptr[i + 2]), c0, c1, npf)
+    while e < b:
+        x0 = x[indices[e], c0:c1]
+        v0 = data[e]
+        for c in range(w):
+            o[c] += v0 * x0[c]
+        e += 1
+
+
+@nb.njit(parallel=True, **_JIT)
+def spmm_rows(indptr, indices, data, x, out, bounds, tile, npf):
+    """Row-parallel ``out = A·x``: chunk k covers rows ``bounds[k]:bounds[k+1]``; columns are
+    processed in tiles of width ``tile`` (``tile >= f`` means untiled); ``npf`` lines of each
+    upcoming neighbour row are prefetched (0: none)."""
+    f = x.shape[1]
+    tile = max(tile, 1)
+    for k in nb.prange(bounds.shape[0] - 1):
+        for c0 in range(0, f, tile):
+            c1 = min(c0 + tile, f)
+            for i in range(bounds[k], bounds[k + 1]):
+                _row_tile(indptr, indices, data, x, out, i, c0, c1, npf)
+
+
+@nb.njit(parallel=True, **_JIT)
+def spmm_feature_blocks(indptr, indices, data, x, out, width, q_f, p):
+    """Feature-partitioned ``out = A·x``: ``q_f`` column blocks of ``width`` columns
+    (``q_f`` a multiple of ``p``); thread t runs block ``r + t·(q_f/p)`` in round r."""
+    n = indptr.shape[0] - 1
+    f = x.shape[1]
+    per = q_f // p
+    for t in nb.prange(p):
+        for r in range(per):
+            c0 = (r + t * per) * width
+            c1 = min(c0 + width, f)
+            if c0 >= c1:
+                continue
+            for i in range(n):
+                _row_tile(indptr, indices, data, x, out, i, c0, c1, 0)
+
+
+@nb.njit(cache=True, nogil=True)
+def balanced_row_bounds(indptr, parts, row_cost):
+    """Split rows into ``parts`` contiguous chunks of about equal ``nnz + row_cost·rows``.
+
+    Returns int64 ``bounds`` of length parts+1 (chunks may be empty on tiny matrices).
+    """
+    n = indptr.shape[0] - 1
+    bounds = np.empty(parts + 1, dtype=np.int64)
+    bounds[0] = 0
+    total = indptr[n] + row_cost * n
+    i = 0
+    for k in range(1, parts):
+        target = total * k / parts
+        while i < n and indptr[i] + row_cost * i < target:
+            i += 1
+        bounds[k] = i
+    bounds[parts] = n
+    return bounds
+
+
+@nb.njit(parallel=True, cache=True, nogil=True, boundscheck=False)
+def triad(a, b, c, s):
+    """STREAM triad ``a = b + s·c`` (parallel), for the memory-bandwidth measurement."""
+    for i in nb.prange(a.shape[0]):
+        a[i] = b[i] + s * c[i]
+
+
+def spmm_reference(indptr, indices, data, x):
+    """Slow, obviously correct ``A·x`` (float64 accumulation, one edge at a time); tests only."""
+    n = len(indptr) - 1
+    out = np.zeros((n, x.shape[1]), dtype=np.float64)
+    for i in range(n):
+        for e in range(indptr[i], indptr[i + 1]):
+            out[i] += float(data[e]) * x[indices[e]].astype(np.float64)
+    return out.astype(x.dtype)

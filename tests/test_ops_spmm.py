@@ -1,0 +1,173 @@
+"""SpMM kernels and autograd vs dense/slow references (both kernels, both dtypes)."""
+
+import numpy as np
+import pytest
+import torch
+
+from scalegnn.errors import ConfigError, GraphError
+from scalegnn.graph import Graph
+from scalegnn.ops import _kernels as K
+from scalegnn.ops import costmodel
+from scalegnn.ops.adj import SparseAdj
+from scalegnn.ops.spmm import num_threads, spmm, spmm_forward
+
+DTYPES = [torch.float32, torch.float64]
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12)}
+
+
+def _plans(f, p=2):
+    """Every code path: untiled/tiled/prefetching rows, several feature-block splits."""
+    yield costmodel.Plan("rows", f, 16, p, p, {}, 0)
+    yield costmodel.Plan("rows", 16, 16, p, p, {}, 8)
+    yield costmodel.Plan("rows", 3, 16, p, p, {}, 1)
+    for width, q_f in [(max(f, 1), p), (16, 2 * p), (8, 4 * p), (1, 64)]:
+        yield costmodel.Plan("features", f, width, q_f, p, {}, 0)
+
+
+def _random_adj(n_rows, n_cols, nnz, seed, dtype=np.float64, empty_rows=()):
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, n_rows, nnz)
+    keep = ~np.isin(rows, list(empty_rows))
+    g = Graph.from_edges(rows[keep], rng.integers(0, n_cols, keep.sum()),
+                         max(n_rows, n_cols), symmetrize=False)
+    # make it rectangular: keep n_rows rows and n_cols columns
+    indptr = g.indptr[: n_rows + 1]
+    indices = g.indices[: indptr[-1]]
+    data = rng.standard_normal(indices.shape[0]).astype(dtype)
+    return SparseAdj(indptr, indices, data, n_cols)
+
+
+def _dense(adj, dtype):
+    d = np.zeros(adj.shape)
+    for i in range(adj.num_rows):
+        for e in range(adj.indptr[i], adj.indptr[i + 1]):
+            d[i, adj.indices[e]] += adj.data[e]
+    return torch.from_numpy(d).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(40, 40, 300), (30, 70, 400), (1, 5, 3), (50, 50, 9)])
+@pytest.mark.parametrize("f", [1, 17, 64])
+def test_kernels_match_dense(dtype, shape, f):
+    n_rows, n_cols, nnz = shape
+    adj = _random_adj(n_rows, n_cols, nnz, seed=n_rows + f, empty_rows=(0, n_rows // 2))
+    assert adj.indptr[1] == adj.indptr[0]          # row 0 really is empty
+    x = torch.randn(n_cols, f, dtype=dtype, generator=torch.Generator().manual_seed(f))
+    ref = _dense(adj, dtype) @ x
+    for plan in _plans(f):
+        got = spmm_forward(adj, x, plan=plan)
+        assert got.dtype == dtype and got.shape == (n_rows, f)
+        torch.testing.assert_close(got, ref, **TOL[dtype], msg=str(plan))
+    for kernel in ("auto", "rows", "features", "torch"):
+        torch.testing.assert_close(spmm(adj, x, kernel=kernel), ref, **TOL[dtype])
+
+
+def test_matches_slow_reference_and_overwrites_garbage():
+    adj = _random_adj(60, 80, 700, seed=3, dtype=np.float32, empty_rows=(5, 6, 59))
+    x = np.random.default_rng(1).standard_normal((80, 37)).astype(np.float32)
+    ref = K.spmm_reference(adj.indptr, adj.indices, adj.data, x)
+    for plan in _plans(37):
+        out = np.full((60, 37), np.nan, dtype=np.float32)   # kernels must write every element
+        if plan.kernel == "rows":
+            K.spmm_rows(adj.indptr, adj.indices, adj.data, x, out,
+                        K.balanced_row_bounds(adj.indptr, 2, 2), plan.tile, plan.prefetch)
+        else:
+            K.spmm_feature_blocks(adj.indptr, adj.indices, adj.data, x, out, plan.width,
+                                  plan.q_f, plan.threads)
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", ["rows", "features"])
+def test_zero_edge_graph_and_empty_shapes(kernel):
+    adj = SparseAdj(np.zeros(6, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                    np.zeros(0, dtype=np.float32), 9)
+    x = torch.randn(9, 20)
+    assert torch.equal(spmm(adj, x, kernel=kernel), torch.zeros(5, 20))
+    assert spmm(adj, torch.randn(9, 0), kernel=kernel).shape == (5, 0)
+
+
+def test_nan_propagates():  # fastmath flags must keep IEEE NaN semantics
+    adj = _random_adj(10, 10, 40, seed=0, dtype=np.float32)
+    x = torch.randn(10, 8)
+    x[3, 2] = float("nan")
+    for kernel in ("rows", "features"):
+        got = spmm(adj, x, kernel=kernel)
+        ref = torch.sparse.mm(adj.torch_csr(), x)
+        assert torch.equal(torch.isnan(got), torch.isnan(ref))
+
+
+@pytest.mark.parametrize("kernel", ["rows", "features"])
+def test_gradcheck_rectangular(kernel):
+    adj = _random_adj(7, 11, 30, seed=5, empty_rows=(2,))
+    x = torch.randn(11, 5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: spmm(adj, t, kernel=kernel), (x,))
+
+
+def test_backward_uses_shared_pattern_transpose():
+    """Sampled subgraph: Âᵀ shares indptr/indices and permutes data (Alg. 6)."""
+    rng = np.random.default_rng(2)
+    g = Graph.from_edges(rng.integers(0, 50, 200), rng.integers(0, 50, 200), 50)
+    g = g.with_data(rng.random(g.num_edges))          # non-symmetric values
+    adj = SparseAdj.from_graph(g, g.transpose_permutation(), dtype=np.float64)
+    assert adj.t().indices is adj.indices
+    dense = _dense(adj, torch.float64)
+    torch.testing.assert_close(_dense(adj.t(), torch.float64), dense.T)
+    x = torch.randn(50, 6, dtype=torch.float64, requires_grad=True)
+    gout = torch.randn(50, 6, dtype=torch.float64)
+    for kernel in ("auto", "rows", "features"):
+        x.grad = None
+        spmm(adj, x, kernel=kernel).backward(gout)
+        torch.testing.assert_close(x.grad, dense.T @ gout)
+    torch.autograd.gradcheck(lambda t: spmm(adj, t), (x,))
+
+
+def test_float32_data_with_float64_features():
+    adj = _random_adj(20, 20, 80, seed=9, dtype=np.float32)
+    x = torch.randn(20, 4, dtype=torch.float64)
+    got = spmm(adj, x)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, _dense(adj, torch.float64) @ x)
+
+
+def test_thread_count_follows_torch_and_numba():
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert num_threads() == 1
+        assert costmodel.plan_spmm(100, 100, 500, 64, 4, num_threads()).threads == 1
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_deterministic_across_thread_counts():
+    adj = _random_adj(200, 200, 3000, seed=4, dtype=np.float32)
+    x = torch.randn(200, 96)
+    outs = [spmm_forward(adj, x, plan=costmodel.Plan("rows", 96, 32, p, p, {}, 0))
+            for p in (1, 2, 3)]
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+def test_user_errors():
+    adj = _random_adj(4, 6, 10, seed=0)
+    with pytest.raises(GraphError, match="6 columns"):
+        spmm(adj, torch.randn(4, 3, dtype=torch.float64))
+    with pytest.raises(ConfigError, match="kernel must be one of"):
+        spmm(adj, torch.randn(6, 3, dtype=torch.float64), kernel="fast")
+
+
+def test_balanced_row_bounds():
+    indptr = np.array([0, 10, 10, 10, 12, 13, 40], dtype=np.int64)
+    b = K.balanced_row_bounds(indptr, 2, 0)
+    assert b[0] == 0 and b[-1] == 6 and np.all(np.diff(b) >= 0)
+    assert K.balanced_row_bounds(indptr, 8, 2).shape == (9,)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_uses_torch_kernels():
+    adj = _random_adj(30, 30, 100, seed=1, dtype=np.float32)
+    x = torch.randn(30, 8, device="cuda", requires_grad=True)
+    y = spmm(adj, x)
+    assert y.device.type == "cuda"
+    torch.testing.assert_close(y.cpu(), _dense(adj, torch.float32) @ x.detach().cpu())
+    y.sum().backward()
+    torch.testing.assert_close(x.grad.cpu(), _dense(adj, torch.float32).T @ torch.ones(30, 8))
