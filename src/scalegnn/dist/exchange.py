@@ -20,6 +20,7 @@ gradients it receives into its inner rows. A dead or silent peer becomes a one-l
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import timedelta
 
@@ -31,6 +32,17 @@ from scalegnn.errors import DistError
 from scalegnn.ops import SparseAdj
 
 _TAG_COUNT, _TAG_INDEX, _TAG_LAYER = 11, 12, 100
+
+
+def peer_error(rank: int, what: str, exc: Exception, timeout: float) -> DistError:
+    """One-line DistError for a failed communication (gloo's source-path prefix stripped)."""
+    try:  # some torch exception types cannot even be printed: never let that mask the failure
+        msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    except Exception:
+        msg = type(exc).__name__
+    msg = re.sub(r"^\[[^\]]*\]\s*", "", msg)
+    return DistError(f"rank {rank}: {what} failed (a peer died or did not answer within "
+                     f"--timeout {timeout:g}s): {msg[:200]}")
 
 
 class CommStats:
@@ -80,9 +92,7 @@ class BoundaryExchange:
             for r in reqs:
                 r.wait(self.timeout)
         except Exception as e:  # gloo/NCCL raise RuntimeError subclasses on peer loss/timeout
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise DistError(f"rank {self.rank}: {what} failed (a peer died or did not answer "
-                            f"within --timeout {self.timeout.total_seconds():g}s): {msg[:200]}") from None
+            raise peer_error(self.rank, what, e, self.timeout.total_seconds()) from None
         self.stats.wait_s += time.perf_counter() - t0
 
     def _swap(self, sends: dict, recvs: dict, tag: int, what: str):
@@ -98,7 +108,7 @@ class BoundaryExchange:
                     reqs.append(dist.isend(t, dst=j, tag=tag))
                     self.stats.bytes_sent += _nbytes(t)
         except Exception as e:
-            raise DistError(f"rank {self.rank}: {what} failed to post: {str(e).splitlines()[0][:200]}") from None
+            raise peer_error(self.rank, what, e, self.timeout.total_seconds()) from None
         self._wait(reqs, what)
 
     # ------------------------------------------------------------------ per-epoch sampling

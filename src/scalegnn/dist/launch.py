@@ -100,9 +100,18 @@ def worker_main(argv=None) -> int:
         print(f"scalegnn: error: {e}", file=sys.stderr, flush=True)
         os._exit(2)  # a dead peer can hang gloo's teardown: leave without it
     except Exception as e:  # torch's own failures: still one line and no hang
-        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        print(f"scalegnn: error: rank {rank}: {type(e).__name__}: {msg[:300]}", file=sys.stderr,
-              flush=True)
+        if os.environ.get("SCALEGNN_DEBUG"):
+            import traceback
+            traceback.print_exc()
+        import traceback
+        try:
+            msg = (str(e).strip().splitlines() or [""])[0]
+        except Exception:
+            msg = ""
+        where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+        at = f" at {os.path.basename(where.filename)}:{where.lineno}" if where else ""
+        print(f"scalegnn: error: rank {rank}: {type(e).__name__}{at}: {msg[:300]}",
+              file=sys.stderr, flush=True)
         os._exit(1)
     try:
         dist.destroy_process_group()

@@ -26,9 +26,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from scalegnn.dist.exchange import BoundaryExchange
+from scalegnn.dist.exchange import BoundaryExchange, peer_error
 from scalegnn.dist.plan import PartitionPlan, write_json, write_text
-from scalegnn.errors import DistError, PlanError
+from scalegnn.errors import PlanError
 from scalegnn.nn.models import build_model
 
 RANK_FIELDS = ("epoch_s", "compute_s", "comm_s", "wait_s", "allreduce_s", "bytes_sent",
@@ -96,9 +96,7 @@ class DistTrainer:
         try:
             fn()
         except Exception as e:
-            msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise DistError(f"rank {self.rank}: {what} failed (a peer died or did not answer "
-                            f"within --timeout {self.cfg.timeout:g}s): {msg[:200]}") from None
+            raise peer_error(self.rank, what, e, self.cfg.timeout) from None
         return time.perf_counter() - t0
 
     def all_gather_rows(self, t: torch.Tensor) -> torch.Tensor:
