@@ -223,6 +223,17 @@ def test_torch_roundtrip():
     np.testing.assert_array_equal(back.data, gd.data)
 
 
+def test_to_scipy_never_corrupts_a_graph_with_duplicates():
+    g = Graph.from_edges(np.array([0, 0, 2, 1]), np.array([1, 1, 1, 0]), 3, symmetrize=False,
+                         deduplicate=False)
+    before = (g.indptr.copy(), g.indices.copy())
+    a = g.to_scipy()
+    a.sum_duplicates()  # scipy canonicalizes in place
+    np.testing.assert_array_equal(g.indptr, before[0])
+    np.testing.assert_array_equal(g.indices, before[1])
+    assert a.toarray().tolist() == [[0, 2, 0], [1, 0, 0], [0, 1, 0]]
+
+
 def test_edge_index_and_repr():
     g = Graph.from_edges(np.array([0, 2]), np.array([1, 1]), 3)
     s, d = g.edge_index()
@@ -235,3 +246,29 @@ def test_from_torch_edge_index_ignores_keep_data():
     ei = torch.tensor([[0, 1], [1, 2]])
     g = Graph.from_torch(ei, 3, keep_data=True)
     assert g.num_edges == 4
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_is_symmetric_matches_scipy(seed):
+    """Set semantics: duplicates and self-loops allowed; compared with (A>0) == (A>0)^T."""
+    rng = np.random.default_rng(seed)
+    n = 12
+    src, dst = rng.integers(0, n, 30), rng.integers(0, n, 30)
+    for sym in (True, False):
+        g = Graph.from_edges(src, dst, n, symmetrize=sym, deduplicate=bool(seed % 2),
+                             remove_self_loops=False)
+        if seed >= 4 and sym:  # drop one direction of one edge
+            a = g.to_scipy().tolil()
+            r, c = a.nonzero()
+            k = np.flatnonzero(r != c)[0]
+            a[r[k], c[k]] = 0
+            a = a.tocsr()
+            a.eliminate_zeros()
+            g = Graph.from_scipy(a)
+        a = (g.to_scipy() > 0).astype(np.int8)
+        assert g.is_symmetric() == ((a != a.T).nnz == 0)
+    # duplicates on one side only still count as symmetric (set semantics)
+    g = Graph(np.array([0, 2, 3]), np.array([1, 1, 0]), 2)
+    assert g.is_symmetric()
+    assert not Graph(np.array([0, 1, 1]), np.array([1]), 2).is_symmetric()
+    assert not Graph(np.array([0, 1, 1]), np.array([1]), 3).is_symmetric()  # rectangular

@@ -104,6 +104,16 @@ def rows_sorted(indptr, indices):
 
 
 @nb.njit(**_JIT)
+def rows_strictly_sorted(indptr, indices):
+    """True if every row is strictly increasing (sorted, no duplicates: scipy's canonical)."""
+    for u in range(indptr.shape[0] - 1):
+        for e in range(indptr[u] + 1, indptr[u + 1]):
+            if indices[e] <= indices[e - 1]:
+                return False
+    return True
+
+
+@nb.njit(**_JIT)
 def _bsearch(arr, lo, hi, x):
     """Index of x in the sorted slice arr[lo:hi], or -1."""
     end = hi
@@ -196,11 +206,34 @@ def general_transpose(indptr, indices, num_cols):
 
 @nb.njit(**_JIT)
 def is_symmetric_pattern(indptr, indices):
-    """True if (u, v) in E implies (v, u) in E; rows must be sorted."""
+    """True if (u, v) in E implies (v, u) in E; rows must be sorted (duplicates allowed).
+
+    One pass in the spirit of Alg. 6: scanning rows u in increasing order, the distinct
+    entries (u, v) must meet row v's distinct entries in order, tracked by a cursor per row;
+    the pattern is symmetric iff every check matches and every cursor reaches its row's end.
+    O(|V| + |E|) with one random access per entry (a binary search per entry was ~5x slower
+    on R-MAT graphs).
+    """
     n = indptr.shape[0] - 1
+    cursor = indptr[:n].copy()
     for u in range(n):
+        prev = -1
         for e in range(indptr[u], indptr[u + 1]):
             v = indices[e]
-            if v >= n or _bsearch(indices, indptr[v], indptr[v + 1], u) < 0:
+            if v == prev:
+                continue
+            prev = v
+            if v >= n:
                 return False
+            c = cursor[v]
+            end = indptr[v + 1]
+            if c >= end or indices[c] != u:
+                return False
+            c += 1
+            while c < end and indices[c] == u:
+                c += 1
+            cursor[v] = c
+    for v in range(n):
+        if cursor[v] != indptr[v + 1]:
+            return False
     return True

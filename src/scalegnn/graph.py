@@ -293,10 +293,18 @@ class Graph:
         return src, self.indices.copy()
 
     def to_scipy(self, dtype=np.float32):
-        """scipy.sparse.csr_matrix (data = stored values, or ones)."""
+        """scipy.sparse.csr_matrix (data = stored values, or ones).
+
+        Shares ``indices`` with this graph only when rows are sorted and duplicate-free:
+        scipy sums duplicates / sorts *in place* on many operations, which would corrupt a
+        shared non-canonical pattern, so then it gets copies.
+        """
         import scipy.sparse as sp
         data = self.data if self.data is not None else np.ones(self.num_edges, dtype=dtype)
-        return sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
+        indptr, indices = self.indptr, self.indices
+        if not K.rows_strictly_sorted(indptr, indices):
+            indptr, indices, data = indptr.copy(), indices.copy(), np.array(data, copy=True)
+        return sp.csr_matrix((data, indices, indptr), shape=self.shape)
 
     def to_torch(self, dtype=None, device=None):
         """torch sparse CSR tensor (values = stored data, or ones)."""
