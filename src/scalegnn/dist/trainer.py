@@ -32,7 +32,7 @@ from scalegnn.errors import PlanError
 from scalegnn.nn.models import build_model
 
 RANK_FIELDS = ("epoch_s", "compute_s", "comm_s", "wait_s", "allreduce_s", "bytes_sent",
-               "bytes_recv", "kept_boundary", "peak_rss_mb", "cuda_peak_mb")
+               "bytes_recv", "kept_boundary", "peak_rss_mb", "cuda_peak_mb", "base_rss_mb")
 
 
 def compute_metrics(y_true: np.ndarray, scores: np.ndarray, multilabel: bool) -> dict:
@@ -62,11 +62,21 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
+def current_rss_mb() -> float:
+    """Resident set size now (Linux /proc), 0 where unavailable."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 class DistTrainer:
     def __init__(self, plan: PartitionPlan, rank: int, world: int, cfg, device=None):
         if world != plan.parts:
             raise PlanError(f"{plan.root}: plan has {plan.parts} parts but {world} ranks run")
         self.plan, self.rank, self.world, self.cfg = plan, rank, world, cfg
+        self.base_rss_mb = current_rss_mb()  # interpreter + torch, before this rank's data
         self.device = torch.device(device or "cpu")
         self.dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
         part = plan.rank(rank)
@@ -199,7 +209,7 @@ class DistTrainer:
                 mine = [epoch_s, epoch_s - st.comm_s - self.allreduce_s, st.comm_s, st.wait_s,
                         self.allreduce_s, st.bytes_sent, st.bytes_recv, self.ex.num_kept,
                         peak_rss_mb(), torch.cuda.max_memory_allocated(self.device) / 2**20
-                        if self.device.type == "cuda" else 0.0]
+                        if self.device.type == "cuda" else 0.0, self.base_rss_mb]
                 ranks = self.all_gather_rows(torch.tensor([mine], dtype=torch.float64,
                                                           device=self.device)).cpu().numpy()
                 rec = {"epoch": epoch, "loss": loss, "p": cfg.boundary_p,

@@ -1,0 +1,132 @@
+"""BNS-GCN benchmark: K gloo ranks at boundary keep-probability p vs single-process full batch.
+
+For each dataset: partition (METIS) into K parts and into 1 part; run ``scalegnn.dist`` through
+torchrun for every p (and the 1-rank plan = single-process full-batch training through the
+same code, so peak memory is measured the same way); print one JSON line per run and one
+summary line per dataset:
+
+* bytes sent per epoch (sum over ranks) at p vs p = 1            (target <= 12% at p = 0.1)
+* epoch time (median over epochs after the first)                (p = 0.1 faster than p = 1)
+* final test metric at p = 0.1 / 1 / 0                           (target |0.1 - 1| <= 1 point)
+* peak RSS per rank (max over ranks) vs the 1-rank run           (target <= 40%)
+
+Usage::
+
+    python benchmarks/dist_bns.py --data ../shared/data/facebook kronecker:17:16 \
+        --nprocs 4 --epochs 30 --hidden 64 --out runs/bench_dist
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+
+def run_dist(plan: Path, nprocs: int, out: Path, p: float, args) -> dict:
+    from scalegnn.dist.launch import launch
+    sets = [f"hidden={args.hidden}", f"arch={args.arch}", f"lr={args.lr}", f"dropout={args.dropout}",
+            f"eval_every={args.epochs}", f"seed={args.seed}", f"boundary_p={p}"]
+    argv = ["--plan", str(plan), "--out", str(out), "--epochs", str(args.epochs),
+            "--timeout", "600"]
+    for s in sets:
+        argv += ["--set", s]
+    if out.exists():
+        import shutil
+        shutil.rmtree(out)
+    t0 = time.perf_counter()
+    rc = launch(nprocs, argv)
+    wall = time.perf_counter() - t0
+    if rc != 0:
+        raise SystemExit(f"dist run {out} failed with status {rc}")
+    recs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    summary = json.loads((out / "summary.json").read_text())
+    later = recs[1:] or recs
+    per_epoch = lambda f: statistics.median(sum(r[f] for r in rec["ranks"]) for rec in later)  # noqa: E731
+    epoch_s = statistics.median(max(r["epoch_s"] for r in rec["ranks"]) for rec in later)
+    last = recs[-1]
+    peak = max(r["peak_rss_mb"] for r in last["ranks"])
+    base = max(r["base_rss_mb"] for r in last["ranks"])
+    test = summary["final"].get("test", {})
+    return {"nprocs": nprocs, "p": p, "epochs": len(recs), "wall_s": round(wall, 1),
+            "epoch_s": round(epoch_s, 3),
+            "compute_s": round(statistics.median(max(r["compute_s"] for r in rec["ranks"]) for rec in later), 3),
+            "comm_s": round(statistics.median(max(r["comm_s"] for r in rec["ranks"]) for rec in later), 3),
+            "wait_s": round(statistics.median(max(r["wait_s"] for r in rec["ranks"]) for rec in later), 3),
+            "allreduce_s": round(statistics.median(max(r["allreduce_s"] for r in rec["ranks"]) for rec in later), 3),
+            "bytes_sent": per_epoch("bytes_sent"), "bytes_recv": per_epoch("bytes_recv"),
+            "peak_rss_mb_max_rank": round(peak, 1), "base_rss_mb": round(base, 1),
+            "final_loss": last["loss"], "test": test}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", nargs="+", default=["../shared/data/facebook", "kronecker:17:16"])
+    ap.add_argument("--nprocs", type=int, default=4)
+    ap.add_argument("--ps", default="1,0.1,0")
+    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--arch", default="1-0-1-0")
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--dropout", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--method", default="metis")
+    ap.add_argument("--out", default="runs/bench_dist")
+    ap.add_argument("--no-single", action="store_true", help="skip the 1-rank full-batch run")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from scalegnn.dist.dataload import load
+    from scalegnn.dist.partition import partition_dataset
+    ps = [float(x) for x in args.ps.split(",")]
+    for spec in args.data:
+        name = Path(spec).name if not spec.startswith("kronecker") else spec.replace(":", "_")
+        root = Path(args.out) / name
+        t0 = time.perf_counter()
+        ds = load(spec, seed=args.seed)
+        load_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        plan = partition_dataset(ds, args.nprocs, root / f"plan{args.nprocs}", method=args.method,
+                                 seed=args.seed)
+        part_s = time.perf_counter() - t0
+        info = {"dataset": name, "nodes": ds.num_nodes, "entries": ds.graph.num_edges,
+                "features": ds.num_features, "metric": ds.metric, "load_s": round(load_s, 1),
+                "partition_s": round(part_s, 1), **plan.meta["totals"]}
+        print(json.dumps({"kind": "plan", **info}), flush=True)
+        single_plan = None if args.no_single else partition_dataset(ds, 1, root / "plan1", method="random")
+        del ds
+        res = {}
+        for p in ps:
+            res[p] = run_dist(root / f"plan{args.nprocs}", args.nprocs, root / f"run_p{p}", p, args)
+            print(json.dumps({"kind": "run", "dataset": name, **res[p]}), flush=True)
+        single = None
+        if single_plan is not None:
+            single = run_dist(root / "plan1", 1, root / "run_single", 1.0, args)
+            print(json.dumps({"kind": "run", "dataset": name, "single": True, **single}), flush=True)
+        key = info["metric"]
+        summ = {"kind": "summary", "dataset": name, "nprocs": args.nprocs, "epochs": args.epochs,
+                "hidden": args.hidden}
+        if 1.0 in res and 0.1 in res:
+            summ["bytes_sent_ratio_p0.1_vs_p1"] = res[0.1]["bytes_sent"] / max(res[1.0]["bytes_sent"], 1)
+            summ["epoch_s_p0.1"], summ["epoch_s_p1"] = res[0.1]["epoch_s"], res[1.0]["epoch_s"]
+            summ["test_p0.1"] = res[0.1]["test"].get(key)
+            summ["test_p1"] = res[1.0]["test"].get(key)
+        if 0.0 in res:
+            summ["test_p0"] = res[0.0]["test"].get(key)
+        if single is not None:
+            summ["test_single"] = single["test"].get(key)
+            summ["peak_rss_mb_single"] = single["peak_rss_mb_max_rank"]
+            for p in res:
+                summ[f"peak_rss_ratio_p{p}"] = res[p]["peak_rss_mb_max_rank"] / single["peak_rss_mb_max_rank"]
+                base = single["base_rss_mb"]
+                summ[f"peak_rss_ratio_above_base_p{p}"] = (
+                    (res[p]["peak_rss_mb_max_rank"] - res[p]["base_rss_mb"])
+                    / max(single["peak_rss_mb_max_rank"] - base, 1e-9))
+        print(json.dumps(summ), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
