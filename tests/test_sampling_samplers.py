@@ -225,3 +225,19 @@ def test_phase_keys_are_ignored_and_graph_checked():
         make_sampler("rw", directed, np.arange(3), {"num_root": 1, "depth": 1})
     with pytest.raises(GraphError, match="node ids"):
         make_sampler("rw", grid(2, 2), np.array([0, 9]), {"num_root": 1, "depth": 1})
+
+
+@pytest.mark.parametrize("name", ["rw", "node", "full"])
+def test_induction_with_self_loops(name):
+    rng = np.random.default_rng(8)
+    src, dst = rng.integers(0, 60, 300), rng.integers(0, 60, 300)
+    src[:20] = dst[:20]  # self loops
+    g = Graph.from_edges(src, dst, 60, remove_self_loops=False)
+    assert np.any(g.indices == np.repeat(np.arange(60), g.degrees()))
+    params = {"rw": {"num_root": 10, "depth": 2}, "node": {"size_subgraph": 20}, "full": {}}
+    for sub in make_sampler(name, g, np.arange(60), params[name]).sample(5, seed=1):
+        ref, eids = g.induced_subgraph(sub.nodes)
+        np.testing.assert_array_equal(sub.graph.indptr, ref.indptr)
+        np.testing.assert_array_equal(sub.graph.indices, ref.indices)
+        np.testing.assert_array_equal(sub.edge_ids, eids)
+        np.testing.assert_array_equal(sub.transpose_perm, ref.transpose_permutation())

@@ -5,12 +5,14 @@ subgraphs; ``prange`` runs ``nworkers`` workers, worker ``w`` takes subgraphs ``
 Subgraph ``i`` reseeds numba's (per-thread) generator with ``seeds[i]`` before its first draw,
 so its random stream, hence its content, does not depend on the worker or thread count.
 
-Per-worker scratch ``mark[w]`` is a |V|-long int32 map, -1 everywhere between uses; every
-kernel resets exactly the entries it touched, so no subgraph pays O(|V|) work.
+Per-worker scratch: ``bits[w]`` a |V|-bit membership bitmap (0 between uses) and ``mark[w]``
+a |V|-long int32 map (-1 between uses); every kernel resets exactly the entries it touched,
+so no subgraph pays O(|V|) work.
 
 Each sampler kernel writes the sorted unique node set of subgraph ``i`` into ``nodes_buf[i]``
-(``nv[i]`` entries) and the number of induced edges into ``ne[i]``; ``fill_induced`` then builds
-all CSRs, parent edge ids, transpose permutations and edge values in one pass.
+(``nv[i]`` entries), its induced row lengths into ``rowcnt[i]`` and the number of induced edges
+into ``ne[i]``; ``fill_induced`` then builds all CSRs, parent edge ids, transpose permutations
+and edge values in one pass.
 """
 
 import numba as nb
@@ -109,31 +111,81 @@ def _unique_sort_clip(buf, k, clip, mark):
 
 
 @nb.njit(**_JIT)
-def _count_induced(indptr, indices, vs, k, mark):
-    """Number of edges of the subgraph induced by vs[:k] (sorted, unique)."""
+def _mark_set(vs, k, bits, mark):
+    """Membership bitmap (fits in L1/L2, so the neighbour scans stay cheap) + local-id map."""
     for j in range(k):
-        mark[vs[j]] = j
+        v = vs[j]
+        bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+        mark[v] = j
+
+
+@nb.njit(**_JIT)
+def _mark_clear(vs, k, bits, mark):
+    for j in range(k):
+        v = vs[j]
+        bits[v >> 6] = np.uint64(0)
+        mark[v] = -1
+
+
+@nb.njit(**_JIT)
+def _member(bits, v):
+    return (bits[v >> 6] >> np.uint64(v & 63)) & np.uint64(1)
+
+
+@nb.njit(**_JIT)
+def _count_induced(indptr, indices, upper, vs, k, bits, mark, rowcnt):
+    """Row lengths (rowcnt[:k]) and edge count of the subgraph induced by vs[:k] (sorted).
+
+    Only the upper part of each parent row (neighbours >= u, from ``upper[u]``) is scanned:
+    a hit (u, v), u < v, counts for both rows, a self loop once. Half the work of a full scan.
+    """
+    _mark_set(vs, k, bits, mark)
+    rowcnt[:k] = 0
     tot = 0
     for j in range(k):
         u = vs[j]
-        for e in range(indptr[u], indptr[u + 1]):
-            if mark[indices[e]] >= 0:
-                tot += 1
-    for j in range(k):
-        mark[vs[j]] = -1
+        for e in range(upper[u], indptr[u + 1]):
+            v = indices[e]
+            if _member(bits, v):
+                rowcnt[j] += 1
+                if v != u:
+                    rowcnt[mark[v]] += 1
+                    tot += 2
+                else:
+                    tot += 1
+    _mark_clear(vs, k, bits, mark)
     return tot
 
 
 @nb.njit(**_JIT)
-def _finish(indptr, indices, buf, k, clip, mark, nv, ne, i):
+def _finish(indptr, indices, upper, buf, k, clip, bits, mark, rowcnt, nv, ne, i):
     u = _unique_sort_clip(buf, k, clip, mark)
     nv[i] = u
-    ne[i] = _count_induced(indptr, indices, buf, u, mark)
+    ne[i] = _count_induced(indptr, indices, upper, buf, u, bits, mark, rowcnt)
+
+
+@nb.njit(**_JIT)
+def upper_starts(indptr, indices):
+    """upper[u] = first position in row u (sorted) whose neighbour is >= u."""
+    n = indptr.shape[0] - 1
+    out = np.empty(n, dtype=np.int64)
+    for u in range(n):
+        lo = indptr[u]
+        hi = indptr[u + 1]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if indices[mid] < u:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[u] = lo
+    return out
 
 
 # ------------------------------------------------------------------ samplers
 @nb.njit(parallel=True, **_JIT)
-def sample_node(indptr, indices, nodes, prob, alias, n, seeds, clip, mark, nodes_buf, nv, ne):
+def sample_node(indptr, indices, upper, nodes, prob, alias, n, seeds, clip, bits, mark,
+                nodes_buf, rowcnt, nv, ne):
     """Node sampler: n draws with replacement from ``nodes`` by the alias table (P ∝ deg)."""
     count = seeds.shape[0]
     nw = mark.shape[0]
@@ -143,11 +195,13 @@ def sample_node(indptr, indices, nodes, prob, alias, n, seeds, clip, mark, nodes
             buf = nodes_buf[i]
             for t in range(n):
                 buf[t] = nodes[_alias_draw(prob, alias)]
-            _finish(indptr, indices, buf, n, clip, mark[w], nv, ne, i)
+            _finish(indptr, indices, upper, buf, n, clip, bits[w], mark[w], rowcnt[i], nv,
+                    ne, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_edge(indptr, indices, eu, ev, prob, alias, m, seeds, clip, mark, nodes_buf, nv, ne):
+def sample_edge(indptr, indices, upper, eu, ev, prob, alias, m, seeds, clip, bits, mark,
+                nodes_buf, rowcnt, nv, ne):
     """Edge sampler: m undirected edges (eu[j], ev[j]) drawn with P ∝ prob table; V_s = ends."""
     count = seeds.shape[0]
     nw = mark.shape[0]
@@ -159,11 +213,13 @@ def sample_edge(indptr, indices, eu, ev, prob, alias, m, seeds, clip, mark, node
                 j = _alias_draw(prob, alias)
                 buf[2 * t] = eu[j]
                 buf[2 * t + 1] = ev[j]
-            _finish(indptr, indices, buf, 2 * m, clip, mark[w], nv, ne, i)
+            _finish(indptr, indices, upper, buf, 2 * m, clip, bits[w], mark[w], rowcnt[i], nv,
+                    ne, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_rw(indptr, indices, nodes, r, h, seeds, clip, mark, nodes_buf, nv, ne):
+def sample_rw(indptr, indices, upper, nodes, r, h, seeds, clip, bits, mark, nodes_buf, rowcnt,
+              nv, ne):
     """RW sampler: r uniform roots from ``nodes``, h uniform-neighbour steps each (a node with no
     neighbours stays put); V_s = every visited node."""
     count = seeds.shape[0]
@@ -184,11 +240,13 @@ def sample_rw(indptr, indices, nodes, r, h, seeds, clip, mark, nodes_buf, nv, ne
                         v = indices[indptr[v] + _randint(d)]
                     buf[k] = v
                     k += 1
-            _finish(indptr, indices, buf, k, clip, mark[w], nv, ne, i)
+            _finish(indptr, indices, upper, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
+                    ne, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_full(indptr, indices, nodes, seeds, clip, mark, nodes_buf, nv, ne):
+def sample_full(indptr, indices, upper, nodes, seeds, clip, bits, mark, nodes_buf, rowcnt,
+                nv, ne):
     """Full 'sampler': V_s = ``nodes`` (clipping, if asked, still applies)."""
     count = seeds.shape[0]
     nw = mark.shape[0]
@@ -197,23 +255,25 @@ def sample_full(indptr, indices, nodes, seeds, clip, mark, nodes_buf, nv, ne):
             np.random.seed(seeds[i])
             buf = nodes_buf[i]
             buf[:nodes.shape[0]] = nodes
-            _finish(indptr, indices, buf, nodes.shape[0], clip, mark[w], nv, ne, i)
+            _finish(indptr, indices, upper, buf, nodes.shape[0], clip, bits[w], mark[w],
+                    rowcnt[i], nv, ne, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_frontier(indptr, indices, nodes, m, n, max_deg, eta, db_size, seeds, clip, mark,
-                    nodes_buf, nv, ne):
+def sample_frontier(indptr, indices, upper, nodes, m, n, max_deg, eta, db_size, seeds, clip,
+                    bits, mark, nodes_buf, rowcnt, nv, ne):
     """MRW/frontier sampler, Dashboard implementation (``frontier_dashboard``) per subgraph."""
     count = seeds.shape[0]
     nw = mark.shape[0]
     for w in nb.prange(nw):
-        pops = np.empty(max(n - m, 0), dtype=np.int64)
+        state = frontier_state(m, n, db_size)  # reused by this worker's subgraphs
         for i in range(w, count, nw):
             np.random.seed(seeds[i])
             buf = nodes_buf[i]
             k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
-                                   pops, mark[w])
-            _finish(indptr, indices, buf, k, clip, mark[w], nv, ne, i)
+                                   mark[w], state)
+            _finish(indptr, indices, upper, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
+                    ne, i)
 
 
 @nb.njit(**_JIT)
@@ -249,12 +309,23 @@ def _uniform_subset(nodes, m, buf, mark):
 
 
 @nb.njit(**_JIT)
-def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, pops, mark):
+def frontier_state(m, n, db_size):
+    """Dashboard arrays: DB, DB for cleanup, IA (start, alive), tiles (node, start, end, IA
+    index), pop trace. Need no clearing between runs: a run only reads what it wrote."""
+    steps = max(n - m, 0)
+    return (np.empty(db_size, dtype=np.int32), np.empty(db_size, dtype=np.int32),
+            np.empty(n + 2, dtype=np.int64), np.empty(n + 2, dtype=np.bool_),
+            np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64),
+            np.empty(m, dtype=np.int64), np.empty(steps, dtype=np.int64))
+
+
+@nb.njit(**_JIT)
+def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, mark, state):
     """Frontier sampling with the pin/tile Dashboard (journal Alg. 3/4, SPEC §2.1).
 
     FS: m nodes uniform without replacement from ``nodes`` -> buf[:m]. Then n-m times: pop
     u ∈ FS with P ∝ pins(u) = min(deg(u), max_deg) by probing DB uniformly until a live pin is
-    hit, replace u by a uniform neighbour u' (appended to buf, popped node to ``pops``).
+    hit, replace u by a uniform neighbour u' (appended to buf; popped node to state[-1]).
     DB[k] = tile id (-1 = NULL); tile t = (node, pin start, pin end, IA index); IA = (start,
     alive) per appended node, ``ia_start[cnt]`` = used DB entries. When u' does not fit, CLEANUP
     compacts live pins into a fresh DB (masked prefix sum over IA); if it still does not fit,
@@ -265,21 +336,20 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
     init = 0
     for i in range(m):
         init += _pins(indptr, buf[i], max_deg)
+    db, db_new, ia_start, ia_alive, t_node, t_start, t_end, t_ia, pops = state
     size = max(db_size, np.int64(eta * init) + 1)  # DB must hold the initial frontier
-    db = np.full(size, -1, dtype=np.int32)
-    db_new = np.empty(size, dtype=np.int32)
-    ia_start = np.empty(size + 2, dtype=np.int64)
-    ia_alive = np.zeros(size + 2, dtype=np.bool_)
-    t_node = np.empty(m, dtype=np.int64)
-    t_start = np.zeros(m, dtype=np.int64)
-    t_end = np.zeros(m, dtype=np.int64)
-    t_ia = np.full(m, -1, dtype=np.int64)
+    if db.shape[0] < size:
+        db = np.empty(size, dtype=np.int32)
+        db_new = np.empty(size, dtype=np.int32)
     used = 0
     cnt = 0
     for t in range(m):
         v = buf[t]
         p = _pins(indptr, v, max_deg)
         t_node[t] = v
+        t_start[t] = 0
+        t_end[t] = 0
+        t_ia[t] = -1
         if p > 0:
             ia_start[cnt] = used
             ia_alive[cnt] = True
@@ -357,22 +427,26 @@ def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, ma
     """One Dashboard frontier run with its trace, for tests: (buf[:k], pops[:k-m])."""
     np.random.seed(seed)
     buf = np.empty(n, dtype=np.int64)
-    pops = np.empty(max(n - m, 0), dtype=np.int64)
-    k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, pops, mark)
-    return buf[:k].copy(), pops[:k - m].copy()
+    state = frontier_state(m, n, db_size)
+    k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, mark, state)
+    return buf[:k].copy(), state[-1][:k - m].copy()
 
 
 # ------------------------------------------------------------------ induction
 @nb.njit(parallel=True, **_JIT)
-def fill_induced(indptr, indices, nodes_buf, nv, node_off, edge_off, mark, edge_values,
-                 row_scale, out_nodes, out_indptr, out_indices, out_eids, out_perm, out_data):
-    """Induced CSRs of all subgraphs in one pass, into flat arrays.
+def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, edge_off, bits,
+                 mark, edge_values, row_scale, out_nodes, out_indptr, out_indices, out_eids,
+                 out_perm, out_data):
+    """Induced CSRs of all subgraphs in one pass over the upper halves, into flat arrays.
 
     Subgraph i: nodes at out_nodes[node_off[i]:], indptr (k+1 entries) at
-    out_indptr[node_off[i]+i:], edges at edge_off[i]. Rows are sorted because parent rows are
-    sorted and local ids increase with parent ids. Per edge e=(v,u): parent id, and if
-    out_data is non-empty, value = edge_values[e] (1 if empty) * row_scale[v] (1 if empty).
-    out_perm: local transpose permutation of the symmetric pattern (journal Alg. 6).
+    out_indptr[node_off[i]+i:], edges at edge_off[i]. Local rows are filled in increasing order;
+    a hit (u, v), u < v, found in u's upper half is appended to row u and, by a per-row
+    cursor, to row v, whose lower entries (from rows u' < v) thus arrive sorted before its own
+    diagonal and upper ones. The same step gives the parent edge id of (v, u), ``rev[e]`` (the
+    parent's transpose permutation) and the local transpose permutation (the two positions
+    point at each other; journal Alg. 6 without its extra pass). If out_data is non-empty:
+    value of (v, u) = edge_values[parent id] (1 if empty) * row_scale[v] (1 if empty).
     """
     count = nv.shape[0]
     nw = mark.shape[0]
@@ -381,38 +455,48 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, edge_off, mark, edge_
     has_data = out_data.shape[0] > 0
     for w in nb.prange(nw):
         mk = mark[w]
+        bt = bits[w]
         for i in range(w, count, nw):
             k = nv[i]
             vs = nodes_buf[i]
+            rc = rowcnt[i]
             no = node_off[i]
             eo = edge_off[i]
             ip = out_indptr[no + i:no + i + k + 1]
-            for j in range(k):
-                mk[vs[j]] = j
-                out_nodes[no + j] = vs[j]
-            t = 0
             ip[0] = 0
             for j in range(k):
-                u = vs[j]
-                s = row_scale[u] if has_scale else np.float32(1.0)
-                for e in range(indptr[u], indptr[u + 1]):
-                    loc = mk[indices[e]]
-                    if loc >= 0:
-                        out_indices[eo + t] = loc
-                        out_eids[eo + t] = e
-                        if has_data:
-                            val = edge_values[e] if has_val else np.float32(1.0)
-                            out_data[eo + t] = val * s
-                        t += 1
-                ip[j + 1] = t
-            for j in range(k):
-                mk[vs[j]] = -1
+                out_nodes[no + j] = vs[j]
+                ip[j + 1] = ip[j] + rc[j]
             cursor = ip[:k].copy()
+            _mark_set(vs, k, bt, mk)
             for j in range(k):
-                for e in range(ip[j], ip[j + 1]):
-                    v = out_indices[eo + e]
-                    out_perm[eo + cursor[v]] = e
-                    cursor[v] += 1
+                u = vs[j]
+                su = row_scale[u] if has_scale else np.float32(1.0)
+                for e in range(upper[u], indptr[u + 1]):
+                    v = indices[e]
+                    if not _member(bt, v):
+                        continue
+                    loc = mk[v]
+                    p = cursor[j]
+                    cursor[j] += 1
+                    out_indices[eo + p] = loc
+                    out_eids[eo + p] = e
+                    if has_data:
+                        out_data[eo + p] = (edge_values[e] if has_val else np.float32(1.0)) * su
+                    if loc == j:  # self loop: its own transpose
+                        out_perm[eo + p] = p
+                        continue
+                    q = cursor[loc]
+                    cursor[loc] += 1
+                    er = rev[e]
+                    out_indices[eo + q] = j
+                    out_eids[eo + q] = er
+                    out_perm[eo + p] = q
+                    out_perm[eo + q] = p
+                    if has_data:
+                        sv = row_scale[v] if has_scale else np.float32(1.0)
+                        out_data[eo + q] = (edge_values[er] if has_val else np.float32(1.0)) * sv
+            _mark_clear(vs, k, bt, mk)
 
 
 # ------------------------------------------------------------------ normalization counters

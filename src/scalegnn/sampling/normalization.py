@@ -50,11 +50,13 @@ class Normalization:
     @classmethod
     def estimate(cls, sampler: Sampler, loss_nodes, num_nodes: int, coverage: float = 50,
                  seed: int = 0, normalize: bool = True, *, num_threads: int | None = None,
-                 clip_multiple: int = 0) -> tuple["Normalization", list[Subgraph]]:
+                 clip_multiple: int = 0, keep: bool = True
+                 ) -> tuple["Normalization", list[Subgraph]]:
         """Pre-sample with ``sampler`` (stream indices 0..N-1 of ``seed``) and count.
 
         Returns the normalization and the N pre-sampled subgraphs (to be reused, in order, as
-        the first minibatches; the next fresh subgraph has stream index N).
+        the first minibatches; the next fresh subgraph has stream index N). ``keep=False``
+        counts each chunk and drops it (returns no subgraphs; bounded memory).
         """
         t0 = time.perf_counter()
         num_nodes = int(num_nodes)
@@ -73,13 +75,17 @@ class Normalization:
         if isinstance(coverage, bool) or not isinstance(coverage, (int, float, np.number)) \
                 or not math.isfinite(coverage) or coverage <= 0:
             raise ConfigError(f"sample_coverage must be a positive number, got {coverage!r}")
-        subs = _presample(sampler, coverage * sampler.nodes.size, seed, num_threads, clip_multiple)
         cv = np.zeros(num_nodes, dtype=np.int64)
         ce = np.zeros(sampler.graph.num_edges, dtype=np.int64)
-        for s in subs:
+        subs, count = [], 0
+        for s in _presample(sampler, coverage * sampler.nodes.size, seed, num_threads,
+                            clip_multiple):
             K.add_counts(cv, s.nodes)
             K.add_counts(ce, s.edge_ids)
-        norm = cls.from_counts(cv, ce, len(subs), sampler.graph, mask)
+            count += 1
+            if keep:
+                subs.append(s)
+        norm = cls.from_counts(cv, ce, count, sampler.graph, mask)
         norm.presample_seconds = time.perf_counter() - t0
         return norm, subs
 
@@ -117,28 +123,24 @@ class Normalization:
 
 
 def _presample(sampler: Sampler, target: float, seed: int, num_threads, clip_multiple):
-    """Subgraphs 0..N-1 of the stream, N the first count with sum |V_s| >= target.
+    """Yield subgraphs 0..N-1 of the stream, N the first count with sum |V_s| >= target.
 
     Drawn in chunks sized from the running mean |V_s|; the overshoot of the last chunk is
     dropped so N does not depend on the chunk sizes.
     """
     if sampler.deterministic:
-        return sampler.sample(1, seed, num_threads, clip_multiple=clip_multiple)
-    subs: list[Subgraph] = []
-    total = 0
+        yield from sampler.sample(1, seed, num_threads, clip_multiple=clip_multiple)
+        return
+    total, done = 0, 0
     mean = max(sampler.expected_size, 1.0)
     while total < target:
         want = int(math.ceil((target - total) / mean))
-        want = min(max(want, 1), 256)
-        chunk = sampler.sample(want, seed, num_threads, start=len(subs),
-                               clip_multiple=clip_multiple)
+        want = min(max(want, 1), 32)  # bounded memory per chunk
+        chunk = sampler.sample(want, seed, num_threads, start=done, clip_multiple=clip_multiple)
         for s in chunk:
-            subs.append(s)
+            done += 1
             total += s.num_nodes
+            yield s
             if total >= target:
-                break
-        mean = max(total / len(subs), 1.0)
-        if total == 0 and len(subs) > 1000:
-            raise ConfigError(f"normalization: sampler '{sampler.name}' keeps returning empty "
-                              f"subgraphs")
-    return subs
+                return
+        mean = max(total / done, 1.0)

@@ -95,7 +95,11 @@ class Sampler:
         self.nodes = nodes
         self.budget = dict(budget)
         self._lock = threading.Lock()
-        self._marks = None
+        self._bits = self._marks = None
+        # induction scans upper row halves and mirrors each hit (see _kernels.fill_induced)
+        self._upper = K.upper_starts(graph.indptr, graph.indices)
+        rev = graph.transpose_permutation()
+        self._rev = rev.astype(np.int32) if graph.num_edges <= np.iinfo(np.int32).max else rev
         self._setup()
 
     # -------------------------------------------------------------- to override
@@ -103,7 +107,7 @@ class Sampler:
         """Validate the budget, precompute tables, set ``expected_size`` and ``cap``."""
         raise NotImplementedError
 
-    def _run(self, seeds, clip, mark, nodes_buf, nv, ne):
+    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
         raise NotImplementedError
 
     # -------------------------------------------------------------- public
@@ -139,11 +143,12 @@ class Sampler:
             prev = numba.get_num_threads()
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
             try:
-                mark = self._scratch(workers)
+                bits, mark = self._scratch(workers)
                 nodes_buf = np.empty((count, self.cap), dtype=np.int64)
+                rowcnt = np.empty((count, self.cap), dtype=np.int64)
                 nv = np.zeros(count, dtype=np.int64)
                 ne = np.zeros(count, dtype=np.int64)
-                self._run(seeds, clip, mark, nodes_buf, nv, ne)
+                self._run(seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
                 node_off = np.zeros(count + 1, dtype=np.int64)
                 np.cumsum(nv, out=node_off[1:])
                 edge_off = np.zeros(count + 1, dtype=np.int64)
@@ -155,9 +160,9 @@ class Sampler:
                 out_eids = np.empty(tot_e, dtype=np.int64)
                 out_perm = np.empty(tot_e, dtype=np.int64)
                 out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
-                K.fill_induced(self.graph.indptr, self.graph.indices, nodes_buf, nv, node_off,
-                               edge_off, mark, vals, scale, out_nodes, out_indptr, out_indices,
-                               out_eids, out_perm, out_data)
+                K.fill_induced(self.graph.indptr, self.graph.indices, self._upper, self._rev,
+                               nodes_buf, rowcnt, nv, node_off, edge_off, bits, mark, vals, scale,
+                               out_nodes, out_indptr, out_indices, out_eids, out_perm, out_data)
             finally:
                 numba.set_num_threads(prev)
         subs = []
@@ -169,11 +174,14 @@ class Sampler:
             subs.append(Subgraph(out_nodes[a:b], g, out_eids[ea:eb], out_perm[ea:eb]))
         return subs
 
-    def _scratch(self, workers: int) -> np.ndarray:
-        """(workers, |V|) int32 maps, all -1; allocated once, kernels restore them."""
+    def _scratch(self, workers: int):
+        """Per worker a |V|-bit bitmap (all 0) and a |V| int32 map (all -1); allocated once,
+        the kernels restore them."""
         if self._marks is None or self._marks.shape[0] < workers:
-            self._marks = np.full((workers, self.graph.num_nodes), -1, dtype=np.int32)
-        return self._marks[:workers]
+            n = self.graph.num_nodes
+            self._bits = np.zeros((workers, n // 64 + 1), dtype=np.uint64)
+            self._marks = np.full((workers, n), -1, dtype=np.int32)
+        return self._bits[:workers], self._marks[:workers]
 
 
 class NodeSampler(Sampler):
@@ -193,9 +201,9 @@ class NodeSampler(Sampler):
         self.expected_size = float(np.sum(-np.expm1(self.n * np.log1p(-np.minimum(p, 1 - 1e-16)))))
         self.cap = self.n
 
-    def _run(self, seeds, clip, mark, nodes_buf, nv, ne):
-        K.sample_node(self.graph.indptr, self.graph.indices, self.nodes, self.prob, self.alias,
-                      self.n, seeds, clip, mark, nodes_buf, nv, ne)
+    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+        K.sample_node(self.graph.indptr, self.graph.indices, self._upper, self.nodes, self.prob,
+                      self.alias, self.n, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
 
 
 class EdgeSampler(Sampler):
@@ -225,9 +233,10 @@ class EdgeSampler(Sampler):
         self.expected_size = float(np.sum(-np.expm1(self.m * np.log1p(-np.minimum(q, 1 - 1e-16)))))
         self.cap = 2 * self.m
 
-    def _run(self, seeds, clip, mark, nodes_buf, nv, ne):
-        K.sample_edge(self.graph.indptr, self.graph.indices, self.eu, self.ev, self.prob,
-                      self.alias, self.m, seeds, clip, mark, nodes_buf, nv, ne)
+    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+        K.sample_edge(self.graph.indptr, self.graph.indices, self._upper, self.eu, self.ev,
+                      self.prob, self.alias, self.m, seeds, clip, bits, mark, nodes_buf, rowcnt,
+                      nv, ne)
 
 
 class RandomWalkSampler(Sampler):
@@ -243,9 +252,9 @@ class RandomWalkSampler(Sampler):
         self.cap = self.r * (self.h + 1)
         self.expected_size = float(min(self.cap, self.graph.num_nodes))
 
-    def _run(self, seeds, clip, mark, nodes_buf, nv, ne):
-        K.sample_rw(self.graph.indptr, self.graph.indices, self.nodes, self.r, self.h, seeds,
-                    clip, mark, nodes_buf, nv, ne)
+    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+        K.sample_rw(self.graph.indptr, self.graph.indices, self._upper, self.nodes, self.r,
+                    self.h, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
 
 
 class FrontierSampler(Sampler):
@@ -253,7 +262,7 @@ class FrontierSampler(Sampler):
 
     size_subgraph n (node budget, counting repeats), size_frontier m <= n and <= |nodes|,
     optional max_deg clipping the degree used for the pop probability, eta = 2 (DB holds
-    eta*m*d pins, d = |E|/|V|). expected_size is the rough n (capped at |V|).
+    eta*m*d pins, d from ``_frontier_degree``). expected_size is the rough n (capped at |V|).
     """
 
     name = "mrw"
@@ -271,23 +280,33 @@ class FrontierSampler(Sampler):
         if self.m > self.nodes.size:
             raise ConfigError(f"sampler 'mrw': size_frontier ({self.m}) exceeds the "
                               f"{self.nodes.size} nodes to sample from")
-        d = self.graph.num_edges / max(self.graph.num_nodes, 1)
-        if self.max_deg:
-            d = min(d, self.max_deg)
-        self.db_size = int(math.ceil(self.eta * self.m * max(d, 1.0)))
+        self.db_size = int(math.ceil(self.eta * self.m * max(self._frontier_degree(), 1.0)))
         self.cap = self.n
         self.expected_size = float(min(self.n, self.graph.num_nodes))
 
-    def _run(self, seeds, clip, mark, nodes_buf, nv, ne):
-        K.sample_frontier(self.graph.indptr, self.graph.indices, self.nodes, self.m, self.n,
-                          self.max_deg, self.eta, self.db_size, seeds, clip, mark, nodes_buf,
-                          nv, ne)
+    def _frontier_degree(self) -> float:
+        """d of the DB size eta*m*d: the mean pins of a frontier node (journal Table 1).
+
+        The frontier drifts to the walk's stationary law P(v) ∝ deg(v), so d is taken as
+        sum_v deg(v) pins(v) / sum_v deg(v) (= the average degree on regular graphs). The
+        paper's approximation by the average degree makes DB overflow at nearly every step on
+        skewed graphs (R-MAT: 15 vs 561), which costs a CLEANUP per step and, through the
+        "all remaining slots" rule, distorts the pop distribution.
+        """
+        deg = self.graph.degrees().astype(np.float64)
+        pins = np.minimum(deg, self.max_deg) if self.max_deg else deg
+        return float((deg * pins).sum() / max(deg.sum(), 1.0))
+
+    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+        K.sample_frontier(self.graph.indptr, self.graph.indices, self._upper, self.nodes, self.m,
+                          self.n, self.max_deg, self.eta, self.db_size, seeds, clip, bits, mark,
+                          nodes_buf, rowcnt, nv, ne)
 
     def trace(self, seed: int):
         """(V_s entries in order: m frontier nodes then each added one, popped nodes) of one
         run with ``seed`` — for tests of the pop distribution."""
         with self._lock:
-            mark = self._scratch(1)[0]
+            mark = self._scratch(1)[1][0]
             return K.frontier_trace(self.graph.indptr, self.graph.indices, self.nodes, self.m,
                                     self.n, self.max_deg, self.eta, self.db_size,
                                     int(stream_seeds(seed, 0, 1)[0]), mark)
@@ -303,9 +322,9 @@ class FullSampler(Sampler):
         self.cap = self.nodes.size
         self.expected_size = float(self.nodes.size)
 
-    def _run(self, seeds, clip, mark, nodes_buf, nv, ne):
-        K.sample_full(self.graph.indptr, self.graph.indices, self.nodes, seeds, clip, mark,
-                      nodes_buf, nv, ne)
+    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+        K.sample_full(self.graph.indptr, self.graph.indices, self._upper, self.nodes, seeds, clip,
+                      bits, mark, nodes_buf, rowcnt, nv, ne)
 
 
 SAMPLERS = {cls.name: cls for cls in (NodeSampler, EdgeSampler, RandomWalkSampler,
