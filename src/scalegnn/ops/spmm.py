@@ -11,6 +11,9 @@ torch's sparse CSR kernels (``adj.torch_csr(device, dtype)``). The thread count 
 
 from __future__ import annotations
 
+import contextlib
+import time
+
 import numba
 import numpy as np
 import torch
@@ -22,6 +25,19 @@ from scalegnn.ops.adj import SparseAdj
 
 KERNELS = ("auto", "rows", "features", "torch")
 _NUMBA_DTYPES = (torch.float32, torch.float64)
+_TIMER = None   # a dict while spmm_timer() is active (benchmarks split time into SpMM/GEMM/other)
+
+
+@contextlib.contextmanager
+def spmm_timer():
+    """Accumulate wall time and calls of every SpMM (forward and backward) inside the block:
+    yields a dict ``{"seconds": float, "calls": int}``."""
+    global _TIMER
+    prev, _TIMER = _TIMER, {"seconds": 0.0, "calls": 0}
+    try:
+        yield _TIMER
+    finally:
+        _TIMER = prev
 
 
 def num_threads() -> int:
@@ -47,6 +63,16 @@ def _row_bounds(adj: SparseAdj, p: int) -> np.ndarray:
 def spmm_forward(adj: SparseAdj, x: torch.Tensor, kernel: str = "auto", plan=None) -> torch.Tensor:
     """``adj @ x`` without autograd; ``kernel`` in :data:`KERNELS` (tests and benchmarks
     force one; ``plan`` overrides the cost model's parameters)."""
+    if _TIMER is None:
+        return _forward(adj, x, kernel, plan)
+    t0 = time.perf_counter()
+    out = _forward(adj, x, kernel, plan)
+    _TIMER["seconds"] += time.perf_counter() - t0
+    _TIMER["calls"] += 1
+    return out
+
+
+def _forward(adj: SparseAdj, x: torch.Tensor, kernel: str, plan) -> torch.Tensor:
     if x.device.type != "cpu" or x.dtype not in _NUMBA_DTYPES or kernel == "torch":
         return torch.sparse.mm(adj.torch_csr(x.device, x.dtype), x)
     n, f = adj.num_rows, x.shape[1]

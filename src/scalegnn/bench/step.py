@@ -1,0 +1,148 @@
+"""``scalegnn bench step``: one training iteration split into GEMM / SpMM / other.
+
+The reference PPI-shaped model (GraphSAINT SAGE-style, hidden 512, arch ``1-0-1-0``, concat,
+``bias: norm``, dropout 0.1, 121 multi-label outputs, 50 input features) on frontier (mrw)
+subgraphs of a Kronecker graph (``kronecker:17:8`` by default), row-normalized, transpose by
+Alg. 6. One iteration = forward, weighted BCE loss, backward, gradient clipping at 5, Adam.
+
+Split: SpMM = wall time inside every SpMM call (forward and backward, measured by
+``ops.spmm.spmm_timer``); GEMM = the same dense matrix products (the shapes recorded by
+torch.profiler in one iteration) replayed alone, back to back; other = iteration − GEMM −
+SpMM. ``ratio_vs_gemm`` = iteration / GEMMs alone (target <= 1.3). Medians over ``--repeat``
+iterations, each on its own subgraph.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numba
+import numpy as np
+import torch
+
+from scalegnn.ops.adj import SparseAdj
+from scalegnn.ops.spmm import num_threads, spmm_timer
+
+_GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm")
+
+
+def add_arguments(p):
+    p.add_argument("--dataset", default="kronecker:17:8", help="dataset spec (default kronecker:17:8)")
+    p.add_argument("--size-subgraph", type=int, default=8000, help="mrw node budget (default 8000)")
+    p.add_argument("--size-frontier", type=int, default=2500, help="mrw frontier size (default 2500)")
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--arch", default="1-0-1-0")
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _subgraph_adjs(dataset, args) -> list:
+    from scalegnn.sampling.samplers import make_sampler
+    sampler = make_sampler("mrw", dataset.graph, dataset.train_idx,
+                           {"size_subgraph": args.size_subgraph,
+                            "size_frontier": args.size_frontier})
+    out = []
+    for sub in sampler.sample(args.repeat + 1, args.seed, args.threads):
+        g = sub.graph.row_normalized()
+        out.append((sub.nodes, SparseAdj.from_graph(g, sub.transpose_perm)))
+    return out
+
+
+def _gemm_shapes(step) -> list:
+    """(op, input shapes) of every dense matrix product in one call of ``step``."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        step()
+    calls = []
+    for ev in prof.events():
+        if ev.name in _GEMM_OPS and ev.input_shapes:
+            calls.append((ev.name, [tuple(s) for s in ev.input_shapes if s]))
+    return calls
+
+
+def _replay(calls, dtype):
+    """Closure running the recorded matrix products on fresh operands of the same shapes."""
+    ops = []
+    gen = torch.Generator().manual_seed(0)
+    for name, shapes in calls:
+        args = [torch.randn(*s, generator=gen, dtype=dtype) for s in shapes]
+        if name == "aten::mm":
+            ops.append((torch.mm, args[:2]))
+        elif name == "aten::addmm":
+            ops.append((torch.addmm, args[:3]))
+        else:
+            ops.append((torch.bmm, args[:2]))
+
+    def run():
+        for fn, a in ops:
+            fn(*a)
+    return run
+
+
+def run(args) -> int:
+    from scalegnn.data import load_dataset
+    from scalegnn.nn import build_model
+    torch.set_num_threads(args.threads)
+    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    torch.manual_seed(args.seed)
+    t0 = time.perf_counter()
+    ds = load_dataset(args.dataset, seed=args.seed)
+    subs = _subgraph_adjs(ds, args)
+    t_prep = time.perf_counter() - t0
+    feats = torch.as_tensor(np.asarray(ds.features, dtype=np.float32))
+    labels = torch.as_tensor(np.asarray(ds.labels))
+    model = build_model(ds.num_features, ds.num_classes, hidden=args.hidden, arch=args.arch,
+                        aggr="concat", bias="norm", act="relu", dropout=args.dropout,
+                        multilabel=ds.multilabel)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+
+    def make_step(nodes, adj):
+        idx = torch.from_numpy(nodes)
+        x, y = feats[idx], labels[idx]
+        w = torch.full((len(nodes),), 1.0 / len(nodes))
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = model.loss(model(x, adj), y, w)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+        return step
+
+    steps = [make_step(*s) for s in subs]
+    steps[0]()                                  # warm-up: numba compile, allocator
+    iters, spmm_s = [], []
+    for step in steps[1:]:
+        with spmm_timer() as tm:
+            t = time.perf_counter()
+            step()
+            iters.append(time.perf_counter() - t)
+        spmm_s.append(tm["seconds"])
+    calls = _gemm_shapes(steps[1])
+    gemm = _replay(calls, feats.dtype)
+    gemm()
+    gemm_s = []
+    for _ in range(len(iters)):
+        t = time.perf_counter()
+        gemm()
+        gemm_s.append(time.perf_counter() - t)
+    it, sp, ge = (float(np.median(v)) for v in (iters, spmm_s, gemm_s))
+    nodes = [s[1].num_rows for s in subs[1:]]
+    edges = [s[1].nnz for s in subs[1:]]
+    flops = sum(2 * np.prod(sh[-2]) * sh[-1][-1] if n != "aten::bmm" else 0
+                for n, sh in calls)
+    print(json.dumps({
+        "bench": "step", "dataset": args.dataset, "arch": args.arch, "hidden": args.hidden,
+        "threads": num_threads(), "repeat": len(iters),
+        "subgraph_nodes_median": float(np.median(nodes)),
+        "subgraph_edges_median": float(np.median(edges)),
+        "iteration_ms": it * 1e3, "gemm_alone_ms": ge * 1e3, "spmm_ms": sp * 1e3,
+        "other_ms": (it - ge - sp) * 1e3, "ratio_vs_gemm": it / ge,
+        "gemm_calls": len(calls), "gemm_GFLOPs": flops / 1e9,
+        "gemm_GFLOPps": flops / ge / 1e9,
+        "iteration_ms_all": [v * 1e3 for v in iters], "prep_s": t_prep,
+    }), flush=True)
+    return 0
