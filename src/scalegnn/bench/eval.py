@@ -1,0 +1,103 @@
+"""``scalegnn bench eval``: full-graph layer-wise evaluation time and peak memory.
+
+Runs ``scalegnn.train.evaluate.full_graph_logits`` (layer by layer, row blocks of
+``batch_rows``) with the PPI-shaped model on a whole graph, for several block sizes. Memory is
+the peak resident set size while the call runs, sampled every 2 ms by a watcher thread, minus
+the RSS just before it (``peak_delta_MiB``); ``layer_output_MiB`` is the analytic size of the
+widest layer output (n x width x 4 bytes) for comparison. Time: median of ``--repeat`` calls.
+Logits of every block size are checked against the first one (max abs difference reported).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import numba
+import numpy as np
+import torch
+
+from scalegnn.ops.spmm import num_threads, spmm_timer
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def add_arguments(p):
+    p.add_argument("--dataset", default="kronecker:17:8", help="dataset spec (default kronecker:17:8)")
+    p.add_argument("--batch-rows", type=int, nargs="+", default=[8192, 65536, 1 << 30],
+                   help="row-block sizes to try (default 8192 65536 all)")
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--arch", default="1-0-1-0")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * _PAGE
+
+
+class _PeakRSS:
+    """Context manager: peak RSS (bytes) seen while the block runs."""
+
+    def __enter__(self):
+        self.base = self.peak = _rss()
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._watch, daemon=True)
+        self._t.start()
+        return self
+
+    def _watch(self):
+        while not self._stop.wait(0.002):
+            self.peak = max(self.peak, _rss())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, _rss())
+
+
+def run(args) -> int:
+    from scalegnn.data import load_dataset
+    from scalegnn.nn import build_model
+    from scalegnn.ops.adj import SparseAdj
+    from scalegnn.train.evaluate import full_graph_logits
+    torch.set_num_threads(args.threads)
+    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    torch.manual_seed(args.seed)
+    ds = load_dataset(args.dataset, seed=args.seed)
+    model = build_model(ds.num_features, ds.num_classes, hidden=args.hidden, arch=args.arch,
+                        aggr="concat", bias="norm", act="relu", dropout=0.0,
+                        multilabel=ds.multilabel)
+    feats = np.asarray(ds.features, dtype=np.float32)
+    adj = SparseAdj.from_graph(ds.graph.row_normalized())
+    n = ds.graph.num_nodes
+    widest = max([ds.num_features] + [layer.output_dim for layer in model.layers])
+    first = None
+    full_graph_logits(model, ds.graph, feats, min(args.batch_rows), adj=adj)   # warm-up/compile
+    for rows in args.batch_rows:
+        times, peaks, spmm_s = [], [], []
+        for _ in range(max(args.repeat, 1)):
+            with _PeakRSS() as mem, spmm_timer() as tm:
+                t = time.perf_counter()
+                logits = full_graph_logits(model, ds.graph, feats, rows, adj=adj)
+                times.append(time.perf_counter() - t)
+            peaks.append(mem.peak - mem.base)
+            spmm_s.append(tm["seconds"])
+        if first is None:
+            first = logits
+        diff = float((logits - first).abs().max())
+        print(json.dumps({
+            "bench": "eval", "dataset": args.dataset, "nodes": n, "edges": ds.graph.num_edges,
+            "arch": args.arch, "hidden": args.hidden, "threads": num_threads(),
+            "batch_rows": min(rows, n), "time_s": float(np.median(times)),
+            "spmm_s": float(np.median(spmm_s)),
+            "peak_delta_MiB": float(np.median(peaks)) / 2**20,
+            "layer_output_MiB": n * widest * 4 / 2**20,
+            "max_abs_diff_vs_first": diff, "repeat": len(times),
+        }), flush=True)
+        del logits
+    return 0
