@@ -111,6 +111,10 @@ def test_graphsaint_roles_and_labels(gs):
     cmap[str(ref.num_nodes)] = 1
     json.dump(cmap, open(folder / "class_map.json", "w"))
     expect(folder, "class_map.json", "out of range")
+    ragged = {str(i): [1, 0] for i in range(ref.num_nodes)}
+    ragged["3"] = [1]
+    json.dump(ragged, open(folder / "class_map.json", "w"))
+    expect(folder, "class_map.json", "same length")
     (folder / "class_map.json").write_text("{not json")
     expect(folder, "class_map.json", "invalid JSON")
 
@@ -155,6 +159,10 @@ def test_npz_bad_contents(tmp_path):
     np.savez(tmp_path / "h.npz", **good)
     expect(tmp_path / "h.npz", "split 3 out of range", split=3)
     a = ref.graph.to_scipy()
+    np.savez(tmp_path / "c.npz", adj_data=a.data, adj_indices=a.indices, adj_indptr=a.indptr,
+             adj_shape=a.shape, attr_matrix=ref.features, labels=ref.labels,
+             class_names=np.array(["a", "b"]))
+    expect(tmp_path / "c.npz", "c.npz", "label id 2 is out of range for the 2 classes")
     np.savez(tmp_path / "b.npz", adj_data=a.data, adj_indices=a.indices, adj_indptr=a.indptr,
              adj_shape=a.shape, attr_matrix=ref.features[:-2], labels=ref.labels)
     expect(tmp_path / "b.npz", "b.npz", f"{n - 2} rows")

@@ -81,9 +81,9 @@ def _labels_from_class_map(path, n: int) -> np.ndarray:
     first = next(iter(cmap.values()), 0)
     try:
         if isinstance(first, list):
-            vals = np.array(list(cmap.values()), dtype=np.float32)
-            if vals.ndim != 2:
+            if len({len(v) if isinstance(v, list) else -1 for v in cmap.values()}) != 1:
                 raise DataError(f"{path}: multi-label lists must all have the same length")
+            vals = np.array(list(cmap.values()), dtype=np.float32)
             labels = np.zeros((n, vals.shape[1]), dtype=np.float32)
         else:
             vals = np.array(list(cmap.values()), dtype=np.int64)

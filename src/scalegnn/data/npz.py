@@ -30,7 +30,8 @@ from scalegnn.errors import DataError
 
 GNN_BENCHMARK_KEYS = ["adj_data", "adj_indices", "adj_indptr", "adj_shape", "attr_data",
                       "attr_indices", "attr_indptr", "attr_shape", "attr_matrix", "labels",
-                      "labels_data", "labels_indices", "labels_indptr", "labels_shape"]
+                      "labels_data", "labels_indices", "labels_indptr", "labels_shape",
+                      "class_names"]
 HETERO_KEYS = ["node_features", "node_labels", "edges", "train_masks", "val_masks",
                "test_masks"]
 
@@ -94,6 +95,10 @@ def load_gnn_benchmark(path, *, seed: int = 0, name: str | None = None) -> Datas
     C.check_features_rows(x, n, path)
     if "labels" in z:
         labels = C.class_labels(z["labels"], path, n)
+        names = z.get("class_names")
+        if names is not None and labels.size and labels.max() >= len(names):
+            raise DataError(f"{path}: label id {labels.max()} is out of range for the "
+                            f"{len(names)} classes in class_names")
     elif "labels_indptr" in z:
         labels = _sparse_dense(z, "labels", path, n)
         if not np.isin(labels, (0, 1)).all():
