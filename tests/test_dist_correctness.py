@@ -31,7 +31,7 @@ def tiny_dataset(n=240, seed=0) -> Dataset:
     return Dataset(g, x, y, perm[:100], perm[100:170], perm[170:]).validate()
 
 
-def _worker(rank, world, port, plan_dir, out_dir):
+def _worker(rank, world, port, plan_dir, out_dir, overlap):
     import torch.distributed as dist
 
     from scalegnn.dist.config import load_config
@@ -40,7 +40,7 @@ def _worker(rank, world, port, plan_dir, out_dir):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
-    cfg = load_config(None, [f"{k}={v}" for k, v in CFG.items()])
+    cfg = load_config(None, [f"{k}={v}" for k, v in CFG.items()], overlap=overlap)
     tr = DistTrainer(PartitionPlan.load(plan_dir, world), rank, world, cfg)
     losses, grads = [], []
     for step in range(STEPS):
@@ -76,8 +76,9 @@ def reference(ds: Dataset):
     return np.array(losses), np.stack(grads)
 
 
-@pytest.mark.parametrize("world,method", [(2, "metis"), (4, "random")])
-def test_p1_matches_full_batch(tmp_path, world, method):
+@pytest.mark.parametrize("world,method,overlap", [(2, "metis", False), (4, "random", True)])
+def test_p1_matches_full_batch(tmp_path, world, method, overlap):
+    """2 ranks through the model's exchange hook, 4 ranks through the overlapped forward."""
     import torch.multiprocessing as mp
 
     from scalegnn.dist.launch import free_port
@@ -85,7 +86,7 @@ def test_p1_matches_full_batch(tmp_path, world, method):
     ds = tiny_dataset()
     plan = partition_dataset(ds, world, tmp_path / "plan", method=method, seed=1)
     assert plan.meta["totals"]["comm_volume"] > 0       # the test really exchanges rows
-    mp.start_processes(_worker, args=(world, free_port(), str(tmp_path / "plan"), str(tmp_path)),
+    mp.start_processes(_worker, args=(world, free_port(), str(tmp_path / "plan"), str(tmp_path), overlap),
                        nprocs=world, join=True, start_method="spawn")
     ref_loss, ref_grads = reference(ds)
     for r in range(world):

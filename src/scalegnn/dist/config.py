@@ -33,6 +33,7 @@ class DistConfig:
     dtype: str = "float32"
     device: str = "auto"          # auto: cuda (NCCL) when available, else cpu (gloo)
     timeout: float = 120.0        # seconds for init_process_group and for every exchange wait
+    overlap: bool = True          # split Â = [Â_in | Â_bd], run Â_in·h while messages fly
 
     def validate(self) -> "DistConfig":
         def need(ok, key, msg):

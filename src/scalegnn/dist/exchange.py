@@ -56,6 +56,7 @@ class CommStats:
         self.wait_s = 0.0
         self.bytes_sent = 0
         self.bytes_recv = 0
+        self.overlap_s = 0.0   # compute done while forward messages were in flight
 
 
 def _nbytes(t: torch.Tensor) -> int:
@@ -79,11 +80,12 @@ class BoundaryExchange:
         self._inv_deg = np.where(part.deg_full > 0, 1.0 / np.maximum(part.deg_full, 1), 0.0)
         self._rows = np.repeat(np.arange(self.n_in, dtype=np.int64), np.diff(part.indptr))
         self.full_adj = self._build_adj(np.ones(part.num_boundary, dtype=bool), 1.0)
-        self.adj = self.full_adj
+        self.full_split = split_adj(self.full_adj, self.n_in)
+        self.adj, self.split = self.full_adj, self.full_split
         self._set_state({j: torch.as_tensor(part.send_rows(j), device=self.device)
                          for j in self.send_peers},
                         {j: int(part.recv_ptr[j + 1] - part.recv_ptr[j]) for j in self.recv_peers})
-        self.full_state = (self.send_rows, self.recv_counts, self.full_adj)
+        self.full_state = (self.send_rows, self.recv_counts, self.full_adj, self.full_split)
 
     # ------------------------------------------------------------------ requests with timeout
     def _wait(self, reqs, what: str):
@@ -95,8 +97,8 @@ class BoundaryExchange:
             raise peer_error(self.rank, what, e, self.timeout.total_seconds()) from None
         self.stats.wait_s += time.perf_counter() - t0
 
-    def _swap(self, sends: dict, recvs: dict, tag: int, what: str):
-        """Post every irecv then every isend, wait for all."""
+    def _post(self, sends: dict, recvs: dict, tag: int, what: str) -> list:
+        """Post every irecv then every isend; return the requests."""
         reqs = []
         try:
             for j, buf in recvs.items():
@@ -109,7 +111,11 @@ class BoundaryExchange:
                     self.stats.bytes_sent += _nbytes(t)
         except Exception as e:
             raise peer_error(self.rank, what, e, self.timeout.total_seconds()) from None
-        self._wait(reqs, what)
+        return reqs
+
+    def _swap(self, sends: dict, recvs: dict, tag: int, what: str):
+        """Post every irecv then every isend, wait for all."""
+        self._wait(self._post(sends, recvs, tag, what), what)
 
     # ------------------------------------------------------------------ per-epoch sampling
     def _build_adj(self, keep: np.ndarray, p: float) -> SparseAdj:
@@ -137,7 +143,7 @@ class BoundaryExchange:
 
     def use_full(self):
         """Exact exchange (every boundary row), used for evaluation."""
-        self.send_rows, self.recv_counts, self.adj = self.full_state
+        self.send_rows, self.recv_counts, self.adj, self.split = self.full_state
 
     def sample(self, epoch: int, p: float):
         """Draw this epoch's kept boundary nodes, agree with the owners, rebuild ``adj``."""
@@ -166,6 +172,7 @@ class BoundaryExchange:
         self._set_state({j: full_rows[j][idx_in[j]] for j in self.send_peers},
                         {j: int(kept_pos[j].shape[0]) for j in self.recv_peers})
         self.adj = self._build_adj(keep, p)
+        self.split = split_adj(self.adj, self.n_in)
         self.stats.comm_s += time.perf_counter() - t0
 
     @property
@@ -173,19 +180,31 @@ class BoundaryExchange:
         return int(sum(self.recv_counts.values()))
 
     # ------------------------------------------------------------------ per-layer swaps
-    def forward_rows(self, h: torch.Tensor, layer: int) -> torch.Tensor:
-        """Send requested inner rows, receive kept boundary rows (in column order)."""
+    def post_forward(self, h: torch.Tensor, layer: int):
+        """Post irecv of the kept boundary rows and isend of the requested inner rows of ``h``;
+        return a handle for :meth:`finish_forward` (compute may run in between)."""
         t0 = time.perf_counter()
-        f = h.shape[1]
-        recv = torch.empty(self.num_kept, f, dtype=h.dtype, device=h.device)
+        recv = torch.empty(self.num_kept, h.shape[1], dtype=h.dtype, device=h.device)
         views, off = {}, 0
         for j in self.recv_peers:                 # boundary is sorted by owner: contiguous blocks
             views[j] = recv[off:off + self.recv_counts[j]]
             off += self.recv_counts[j]
         sends = {j: h.index_select(0, self.send_rows[j]).contiguous() for j in self.send_peers}
-        self._swap(sends, views, _TAG_LAYER + 2 * layer, f"forward exchange of layer {layer}")
+        what = f"forward exchange of layer {layer}"
+        reqs = self._post(sends, views, _TAG_LAYER + 2 * layer, what)
+        self.stats.comm_s += time.perf_counter() - t0
+        return recv, reqs, sends, what
+
+    def finish_forward(self, handle) -> torch.Tensor:
+        recv, reqs, _sends, what = handle        # _sends kept alive until the sends complete
+        t0 = time.perf_counter()
+        self._wait(reqs, what)
         self.stats.comm_s += time.perf_counter() - t0
         return recv
+
+    def forward_rows(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+        """Send requested inner rows, receive kept boundary rows (in column order)."""
+        return self.finish_forward(self.post_forward(h, layer))
 
     def backward_rows(self, grad_boundary: torch.Tensor, grad_inner: torch.Tensor, layer: int):
         """Return boundary-row gradients to their owners; add the ones received into inner rows."""
@@ -207,6 +226,37 @@ class BoundaryExchange:
         if h.shape[0] != self.n_in:
             raise ValueError(f"exchange: expected {self.n_in} inner rows, got {h.shape[0]}")
         return _Exchange.apply(h, self, layer)
+
+
+def split_adj(adj: SparseAdj, n_in: int) -> tuple[SparseAdj, SparseAdj]:
+    """``[Â_in | Â_bd]``: the inner columns (n_in x n_in) and the boundary columns
+    (n_in x (cols - n_in)) of a local adjacency, so ``Â h = Â_in h_in + Â_bd h_bd``."""
+    rows = np.repeat(np.arange(adj.num_rows, dtype=np.int64), np.diff(adj.indptr))
+    inner = adj.indices < n_in
+    out = []
+    for m, lo, ncols in ((inner, 0, n_in), (~inner, n_in, adj.num_cols - n_in)):
+        ptr = np.zeros(adj.num_rows + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows[m], minlength=adj.num_rows), out=ptr[1:])
+        out.append(SparseAdj(ptr, (adj.indices[m] - lo).astype(np.int32), adj.data[m], ncols))
+    return out[0], out[1]
+
+
+class BoundaryRows(torch.autograd.Function):
+    """Second half of an overlapped exchange: wait for the rows posted by
+    :meth:`BoundaryExchange.post_forward` of ``src``; backward returns their gradients to the
+    owners and scatters the received ones into ``src``'s rows."""
+
+    @staticmethod
+    def forward(ctx, src, ex: BoundaryExchange, handle, layer: int):
+        ctx.ex, ctx.layer, ctx.n = ex, layer, src.shape[0]
+        return ex.finish_forward(handle)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ex = ctx.ex
+        grad_src = torch.zeros(ctx.n, grad.shape[1], dtype=grad.dtype, device=grad.device)
+        ex.backward_rows(grad.contiguous(), grad_src, ctx.layer)
+        return grad_src, None, None, None
 
 
 class _Exchange(torch.autograd.Function):

@@ -27,12 +27,13 @@ import torch
 import torch.distributed as dist
 
 from scalegnn.dist.exchange import BoundaryExchange, peer_error
+from scalegnn.dist.forward import overlapped_forward
 from scalegnn.dist.plan import PartitionPlan, write_json, write_text
 from scalegnn.errors import PlanError
 from scalegnn.nn.models import build_model
 
 RANK_FIELDS = ("epoch_s", "compute_s", "comm_s", "wait_s", "allreduce_s", "bytes_sent",
-               "bytes_recv", "kept_boundary", "peak_rss_mb", "cuda_peak_mb", "base_rss_mb")
+               "bytes_recv", "kept_boundary", "peak_rss_mb", "cuda_peak_mb", "base_rss_mb", "overlap_s")
 
 
 def compute_metrics(y_true: np.ndarray, scores: np.ndarray, multilabel: bool) -> dict:
@@ -122,13 +123,19 @@ class DistTrainer:
         return torch.cat([o[:int(k.item())] for o, k in zip(outs, ns)], 0)
 
     # ------------------------------------------------------------------ one step
+    def forward(self) -> torch.Tensor:
+        """Logits of the inner rows under the exchange's current (sampled or full) state."""
+        if self.cfg.overlap:
+            return overlapped_forward(self.model, self.x, self.ex)
+        return self.model(self.x, self.ex.adj, exchange=self.ex)
+
     def train_step(self, epoch: int) -> float:
         """Sample, forward, backward, all-reduce. Leaves the reduced (clipped) gradients in
         ``.grad``; returns the global loss. The optimizer step is the caller's."""
         self.ex.sample(epoch, self.cfg.boundary_p)
         self.model.train()
         self.optim.zero_grad(set_to_none=False)
-        logits = self.model(self.x, self.ex.adj, exchange=self.ex)
+        logits = self.forward()
         loss = self.model.loss(logits, self.y, self.train_w)
         loss.backward()
         flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
@@ -151,7 +158,7 @@ class DistTrainer:
         """Full-graph evaluation (exact exchange, no dropout); metrics on rank 0, {} elsewhere."""
         self.model.eval()
         self.ex.use_full()
-        logits = self.model(self.x, self.ex.full_adj, exchange=self.ex)
+        logits = self.forward()
         out = {}
         for split in ("val", "test"):
             mask = torch.as_tensor(np.asarray(getattr(self.part, f"{split}_mask")), device=self.device)
@@ -209,7 +216,7 @@ class DistTrainer:
                 mine = [epoch_s, epoch_s - st.comm_s - self.allreduce_s, st.comm_s, st.wait_s,
                         self.allreduce_s, st.bytes_sent, st.bytes_recv, self.ex.num_kept,
                         peak_rss_mb(), torch.cuda.max_memory_allocated(self.device) / 2**20
-                        if self.device.type == "cuda" else 0.0, self.base_rss_mb]
+                        if self.device.type == "cuda" else 0.0, self.base_rss_mb, st.overlap_s]
                 ranks = self.all_gather_rows(torch.tensor([mine], dtype=torch.float64,
                                                           device=self.device)).cpu().numpy()
                 rec = {"epoch": epoch, "loss": loss, "p": cfg.boundary_p,
