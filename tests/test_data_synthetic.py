@@ -172,3 +172,27 @@ def test_planted_options_spec():
     ds = load_dataset("planted:nodes=500,classes=3,features=4,degree=6,multilabel=1,labels=5")
     assert ds.num_nodes == 500 and ds.num_features == 4 and ds.labels.shape == (500, 5)
     assert ds.metric == "f1_micro"
+
+
+def test_kronecker_same_for_any_thread_count():
+    import numba
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        g1 = kronecker_graph(11, 4, seed=9)
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        g2 = kronecker_graph(11, 4, seed=9)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(g1.indptr, g2.indptr)
+    np.testing.assert_array_equal(g1.indices, g2.indices)
+
+
+def test_shrink_in_place_or_copy():
+    a = np.arange(10, dtype=np.int32)
+    b = _build.shrink(a, 4)
+    np.testing.assert_array_equal(b, [0, 1, 2, 3])
+    view = np.arange(10, dtype=np.int32)[2:]
+    c = _build.shrink(view, 3)  # a view cannot be resized: copied instead
+    np.testing.assert_array_equal(c, [2, 3, 4])
+    assert c.base is None
