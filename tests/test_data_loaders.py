@@ -236,3 +236,16 @@ def test_csv_json_lists_and_npy_features(tmp_path):
     (d / "feats.json").unlink()
     np.save(d / "feats.npy", ref.features)
     assert_same(load_dataset(str(d)), ref)
+
+
+def test_standardize_features_matches_numpy():
+    from scalegnn.data.transforms import standardize_features
+    ref = make_tiny_dataset()
+    x = ref.features.astype(np.float64)
+    mu, sd = x[ref.train_idx].mean(0), x[ref.train_idx].std(0)
+    sd[sd == 0] = 1
+    out = standardize_features(ref, chunk=7)
+    np.testing.assert_allclose(out.features, (x - mu) / sd, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(ref.features, make_tiny_dataset().features)  # input untouched
+    assert out.features.dtype == np.float32 and out.meta["standardized"]
+    np.testing.assert_allclose(out.features[ref.train_idx].mean(0), 0, atol=1e-5)

@@ -1,0 +1,33 @@
+"""Dataset transforms that return a new Dataset (the input is never modified).
+
+:func:`standardize_features` reproduces GraphSAINT's preprocessing (``utils.load_data`` fits a
+StandardScaler on the training nodes' features and transforms all nodes):
+
+    x'_v = (x_v - mean_{u in train} x_u) / std_{u in train} x_u     (std 0 -> 1)
+
+Loaders return features unchanged; call this explicitly where the reference setup needs it.
+The result is a dense in-memory float32 copy (a memory-mapped input is read in row chunks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from scalegnn.data.dataset import Dataset
+
+
+def standardize_features(ds: Dataset, nodes=None, chunk: int = 1 << 16) -> Dataset:
+    """Dataset with features standardized by the statistics of ``nodes`` (default: train)."""
+    nodes = ds.train_idx if nodes is None else np.asarray(nodes, dtype=np.int64)
+    x = ds.features
+    fit = np.asarray(x[np.sort(nodes)], dtype=np.float64)
+    mean = fit.mean(axis=0)
+    std = fit.std(axis=0)
+    std[std == 0] = 1.0
+    out = np.empty(x.shape, dtype=np.float32)
+    for s in range(0, x.shape[0], chunk):
+        out[s:s + chunk] = (np.asarray(x[s:s + chunk], dtype=np.float64) - mean) / std
+    new = dataclasses.replace(ds, features=out, meta={**ds.meta, "standardized": True})
+    return new
