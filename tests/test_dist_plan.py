@@ -128,6 +128,15 @@ def test_sampled_adjacency_is_unbiased(tmp_path, ds):
                                (dense(full)[:, :part.num_inner]) @ x[:part.num_inner])
 
 
+def test_any_assignment_makes_a_plan(tmp_path, ds):
+    """A hypergraph partitioner only has to supply node -> part."""
+    a = (np.arange(ds.num_nodes) * 7) % 3
+    plan = PartitionPlan.create(ds, a, tmp_path / "h", method="hypergraph")
+    assert plan.meta["method"] == "hypergraph"
+    assert np.array_equal(PartitionPlan.load(tmp_path / "h").assignment(), a)
+    assert sum(plan.rank(r).num_inner for r in range(3)) == ds.num_nodes
+
+
 def test_plan_json_written_last_and_readable(tmp_path, ds):
     plan = partition_dataset(ds, 2, tmp_path / "p", method="metis")
     meta = json.loads((tmp_path / "p" / "plan.json").read_text())
