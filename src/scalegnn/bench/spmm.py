@@ -28,6 +28,9 @@ from scalegnn.ops.membw import triad_bandwidth
 from scalegnn.ops.spmm import num_threads, plan_for, spmm_forward
 
 DEFAULT_CASES = [(8000, 512), (8000, 2048), (50000, 512)]
+# small cases where X's column blocks fit the private L2: there the cost model may pick the
+# feature-partitioned kernel, so they check its choices in the other direction
+MODEL_CHECK_CASES = [(2000, 128), (4000, 64), (8000, 64)]
 
 
 def add_arguments(p):
@@ -126,7 +129,7 @@ def run(args) -> int:
     if args.n is not None or args.f is not None:
         cases = [(args.n or 8000, args.f or 512)]
     else:
-        cases = DEFAULT_CASES
+        cases = DEFAULT_CASES + MODEL_CHECK_CASES
     agree = 0
     for n, f in cases:
         rec = run_case(n, f, args.degree, args.dtype, args.repeat, args.seed, membw)

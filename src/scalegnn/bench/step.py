@@ -10,10 +10,16 @@ Split: SpMM = wall time inside every SpMM call (forward and backward, measured b
 torch.profiler in one iteration) replayed alone, back to back; other = iteration − GEMM −
 SpMM. ``ratio_vs_gemm`` = iteration / GEMMs alone (target <= 1.3). Medians over ``--repeat``
 iterations, each on its own subgraph.
+
+``--tail fused`` runs the same iteration with each layer's bias + act + norm tail replaced by
+``ops.fused.bias_act_norm`` (2 passes each way instead of ~20 torch ops), patched into the model
+for this benchmark only; ``--tail both`` (default) reports both, same subgraphs and weights.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import time
 
@@ -37,6 +43,31 @@ def add_arguments(p):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tail", choices=["model", "fused", "both"], default="both",
+                   help="layer tail: the model's torch ops, ops.fused.bias_act_norm, or both")
+
+
+@contextlib.contextmanager
+def fused_tail():
+    """Patch SAINTLayer.combine to use the fused bias+act+norm where it applies."""
+    from scalegnn.nn.saint import SAINTLayer
+    from scalegnn.ops.fused import bias_act_norm
+    orig = SAINTLayer.combine
+
+    def combine(self, terms):
+        if self.bias != "norm":
+            return orig(self, terms)
+        out = [bias_act_norm(t, self.biases[o], self.scales[o], self.offsets[o], self.act)
+               for o, t in enumerate(terms)]
+        if self.aggr == "concat":
+            return torch.cat(out, dim=1) if len(out) > 1 else out[0]
+        return torch.stack(out).sum(0) if len(out) > 1 else out[0]
+
+    SAINTLayer.combine = combine
+    try:
+        yield
+    finally:
+        SAINTLayer.combine = orig
 
 
 def _subgraph_adjs(dataset, args) -> list:
@@ -82,6 +113,32 @@ def _replay(calls, dtype):
     return run
 
 
+def _time_steps(steps):
+    """Per-iteration wall time and SpMM time (seconds) of steps[1:], after a warm-up step."""
+    steps[0]()                                  # warm-up: numba compile, allocator
+    iters, spmm_s = [], []
+    for step in steps[1:]:
+        with spmm_timer() as tm:
+            t = time.perf_counter()
+            step()
+            iters.append(time.perf_counter() - t)
+        spmm_s.append(tm["seconds"])
+    return iters, spmm_s
+
+
+def _time_gemms(step, repeat, dtype):
+    """(median ms of the step's matrix products replayed alone, the recorded calls)."""
+    calls = _gemm_shapes(step)
+    gemm = _replay(calls, dtype)
+    gemm()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        gemm()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)) * 1e3, calls
+
+
 def run(args) -> int:
     from scalegnn.data import load_dataset
     from scalegnn.nn import build_model
@@ -97,9 +154,9 @@ def run(args) -> int:
     model = build_model(ds.num_features, ds.num_classes, hidden=args.hidden, arch=args.arch,
                         aggr="concat", bias="norm", act="relu", dropout=args.dropout,
                         multilabel=ds.multilabel)
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    init = copy.deepcopy(model.state_dict())
 
-    def make_step(nodes, adj):
+    def make_step(nodes, adj, opt):
         idx = torch.from_numpy(nodes)
         x, y = feats[idx], labels[idx]
         w = torch.full((len(nodes),), 1.0 / len(nodes))
@@ -112,37 +169,29 @@ def run(args) -> int:
             opt.step()
         return step
 
-    steps = [make_step(*s) for s in subs]
-    steps[0]()                                  # warm-up: numba compile, allocator
-    iters, spmm_s = [], []
-    for step in steps[1:]:
-        with spmm_timer() as tm:
-            t = time.perf_counter()
-            step()
-            iters.append(time.perf_counter() - t)
-        spmm_s.append(tm["seconds"])
-    calls = _gemm_shapes(steps[1])
-    gemm = _replay(calls, feats.dtype)
-    gemm()
-    gemm_s = []
-    for _ in range(len(iters)):
-        t = time.perf_counter()
-        gemm()
-        gemm_s.append(time.perf_counter() - t)
-    it, sp, ge = (float(np.median(v)) for v in (iters, spmm_s, gemm_s))
-    nodes = [s[1].num_rows for s in subs[1:]]
-    edges = [s[1].nnz for s in subs[1:]]
-    flops = sum(2 * np.prod(sh[-2]) * sh[-1][-1] if n != "aten::bmm" else 0
-                for n, sh in calls)
-    print(json.dumps({
-        "bench": "step", "dataset": args.dataset, "arch": args.arch, "hidden": args.hidden,
-        "threads": num_threads(), "repeat": len(iters),
-        "subgraph_nodes_median": float(np.median(nodes)),
-        "subgraph_edges_median": float(np.median(edges)),
-        "iteration_ms": it * 1e3, "gemm_alone_ms": ge * 1e3, "spmm_ms": sp * 1e3,
-        "other_ms": (it - ge - sp) * 1e3, "ratio_vs_gemm": it / ge,
-        "gemm_calls": len(calls), "gemm_GFLOPs": flops / 1e9,
-        "gemm_GFLOPps": flops / ge / 1e9,
-        "iteration_ms_all": [v * 1e3 for v in iters], "prep_s": t_prep,
-    }), flush=True)
+    tails = ["model", "fused"] if args.tail == "both" else [args.tail]
+    gemm_ms = calls = None
+    for tail in tails:
+        model.load_state_dict(init)
+        torch.manual_seed(args.seed)                # same dropout masks for both tails
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        with fused_tail() if tail == "fused" else contextlib.nullcontext():
+            steps = [make_step(nodes, adj, opt) for nodes, adj in subs]
+            iters, spmm_s = _time_steps(steps)
+            if gemm_ms is None:
+                gemm_ms, calls = _time_gemms(steps[1], len(iters), feats.dtype)
+        it, sp = float(np.median(iters)) * 1e3, float(np.median(spmm_s)) * 1e3
+        flops = sum(2 * np.prod(sh[0]) * sh[1][-1] for n, sh in calls if n == "aten::mm") + \
+            sum(2 * np.prod(sh[1]) * sh[2][-1] for n, sh in calls if n == "aten::addmm")
+        print(json.dumps({
+            "bench": "step", "tail": tail, "dataset": args.dataset, "arch": args.arch,
+            "hidden": args.hidden, "threads": num_threads(), "repeat": len(iters),
+            "subgraph_nodes_median": float(np.median([a.num_rows for _, a in subs[1:]])),
+            "subgraph_edges_median": float(np.median([a.nnz for _, a in subs[1:]])),
+            "iteration_ms": it, "gemm_alone_ms": gemm_ms, "spmm_ms": sp,
+            "other_ms": it - gemm_ms - sp, "ratio_vs_gemm": it / gemm_ms,
+            "gemm_calls": len(calls), "gemm_GFLOPs": float(flops) / 1e9,
+            "gemm_GFLOPps": float(flops) / gemm_ms / 1e6,
+            "iteration_ms_all": [v * 1e3 for v in iters], "prep_s": t_prep,
+        }), flush=True)
     return 0

@@ -129,25 +129,27 @@ def seeds_q_f(n_cols: int, f: int, itemsize: int, p: int, s_cache: int) -> int:
 
 
 def feature_blocks(f: int, itemsize: int, q_f: int, p: int) -> tuple[int, int]:
-    """(width, q_f): block width rounded up to whole cache lines, then q_f recomputed so that
-    q_f·width covers f and q_f is a multiple of p."""
+    """(width, q_f): block width rounded *down* to whole cache lines (at least one; so a block
+    never outgrows the cache it was sized for and blocks never share a line), then q_f
+    recomputed so that q_f·width covers f and q_f is a multiple of p."""
     per_line = max(LINE // itemsize, 1)
-    width = -(-max(-(-f // q_f), 1) // per_line) * per_line
+    width = max(max(-(-f // q_f), 1) // per_line * per_line, per_line)
     q = -(-f // width) if f else p
     return width, -(-q // p) * p
 
 
-def _visit_time(visits: float, slice_bytes: float, working_set: float, m: Machine, p: int,
-                prefetch: bool) -> float:
-    """Wall time of ``visits`` gathers of ``slice_bytes`` each, split over p threads, from the
-    level that holds a working set of ``working_set`` bytes."""
+def _visit_time(visits: float, slice_bytes: float, per_thread_ws: float, shared_ws: float,
+                m: Machine, p: int, prefetch: bool) -> float:
+    """Wall time of ``visits`` gathers of ``slice_bytes`` each, split over p threads. Each
+    thread needs ``per_thread_ws`` bytes of X in its private cache; all threads together use
+    ``shared_ws`` bytes of the shared one."""
     c = m.caches
-    if working_set <= c.l2 / 2 * p:
+    if per_thread_ws <= c.l2 / 2:
         per = m.lat_l2 / 4 + slice_bytes / m.bw_l2
-    elif working_set <= c.l3 / 2:
+    elif shared_ws <= c.l3 / 2:
         per = m.lat_l3 / 4 + slice_bytes / m.bw_l3
     else:
-        hit = (c.l3 / 2) / working_set
+        hit = (c.l3 / 2) / shared_ws
         lat_dram = m.lat_dram / (2 if prefetch else 1)
         per = (hit * m.lat_l3 + (1 - hit) * lat_dram) / 4 + slice_bytes * hit / m.bw_l3
         per += slice_bytes * (1 - hit) / (m.bw_dram / p)   # threads share DRAM bandwidth
@@ -157,7 +159,8 @@ def _visit_time(visits: float, slice_bytes: float, working_set: float, m: Machin
 def predict_rows(n_rows, n_cols, nnz, f, itemsize, p, tile, m: Machine, prefetch=True) -> float:
     tile = min(tile, f)
     passes = -(-f // tile) if f else 0
-    t = _visit_time(passes * nnz, tile * itemsize, n_cols * tile * itemsize, m, p, prefetch)
+    ws = n_cols * tile * itemsize    # every thread gathers rows from all of X's tile
+    t = _visit_time(passes * nnz, tile * itemsize, ws, ws, m, p, prefetch)
     t += passes * n_rows * m.c_row / p
     t += 2 * n_rows * f * itemsize / m.bw_dram          # write-allocate + write-back of out
     return t
@@ -165,8 +168,9 @@ def predict_rows(n_rows, n_cols, nnz, f, itemsize, p, tile, m: Machine, prefetch
 
 def predict_features(n_rows, n_cols, nnz, f, itemsize, p, width, q_f, m: Machine) -> float:
     width = min(width, f)
-    # p threads each hold their own block: the concurrently used part of X is p blocks
-    t = _visit_time(q_f * nnz, width * itemsize, p * n_cols * width * itemsize, m, p, False)
+    # each thread holds its own block; the p blocks together live in the shared cache
+    block = n_cols * width * itemsize
+    t = _visit_time(q_f * nnz, width * itemsize, block, p * block, m, p, False)
     csr = nnz * 8 + n_rows * 8                          # index + value (+ indptr) per sweep
     t += q_f * csr / (m.bw_l3 * p if csr <= m.caches.l3 / 2 else m.bw_dram)
     t += q_f * n_rows * m.c_row / p
@@ -197,7 +201,9 @@ def plan_spmm(n_rows: int, n_cols: int, nnz: int, f: int, itemsize: int, threads
     m = machine or default_machine()
     p = max(int(threads), 1)
     tile = row_tile(n_cols, f, itemsize, m)
-    q_f = seeds_q_f(n_cols, f, itemsize, p, m.caches.l2)
+    # S_cache = half the private L2: the model counts a block as resident at that size (the
+    # other half holds the streamed CSR and the output rows)
+    q_f = seeds_q_f(n_cols, f, itemsize, p, m.caches.l2 // 2)
     width, q_f = feature_blocks(f, itemsize, q_f, p)
     npf = PREFETCH_LINES if n_cols * min(tile, f) * itemsize > m.caches.l3 / 2 else 0
     pred = {"rows": predict_rows(n_rows, n_cols, nnz, f, itemsize, p, tile, m, npf > 0),

@@ -15,13 +15,14 @@ from scalegnn.ops import _kernels as K
 from scalegnn.ops.costmodel import read_caches
 
 
-def triad_bandwidth(repeat: int = 5, min_bytes: int = 64 << 20, dtype=np.float64) -> dict:
+def triad_bandwidth(repeat: int = 5, nbytes: int | None = None, dtype=np.float64) -> dict:
     """Median triad bandwidth in GB/s over ``repeat`` runs (after one warm-up run).
 
-    Each array holds max(4·L3, ``min_bytes``) bytes.
+    Each array holds ``nbytes`` (default max(4·L3, 64 MiB): far beyond the caches).
     """
     itemsize = np.dtype(dtype).itemsize
-    nbytes = max(4 * read_caches().l3, min_bytes)
+    if nbytes is None:
+        nbytes = max(4 * read_caches().l3, 64 << 20)
     n = nbytes // itemsize
     a = np.empty(n, dtype=dtype)
     b = np.full(n, 1.0, dtype=dtype)
