@@ -327,9 +327,10 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
     u ∈ FS with P ∝ pins(u) = min(deg(u), max_deg) by probing DB uniformly until a live pin is
     hit, replace u by a uniform neighbour u' (appended to buf; popped node to state[-1]).
     DB[k] = tile id (-1 = NULL); tile t = (node, pin start, pin end, IA index); IA = (start,
-    alive) per appended node, ``ia_start[cnt]`` = used DB entries. When u' does not fit, CLEANUP
-    compacts live pins into a fresh DB (masked prefix sum over IA); if it still does not fit,
-    u' gets all remaining slots. A node with 0 pins has no IA entry and is never popped; if no
+    alive) per appended node, ``ia_start[cnt]`` = used DB entries. When u' does not fit, or
+    when fewer than 1/eta of the used entries would be live, CLEANUP compacts live pins into a
+    fresh DB (masked prefix sum over IA); if u' still does not fit, it gets all remaining
+    slots. A node with 0 pins has no IA entry and is never popped; if no
     live pin is left the walk stops early. Returns the number of entries written to ``buf``.
     """
     _uniform_subset(nodes, m, buf, mark)
@@ -380,7 +381,9 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
         buf[k] = vnew
         k += 1
         p = _pins(indptr, vnew, max_deg)
-        if used + p > size:
+        # CLEANUP when DB is full, or when live pins would fall below 1/eta of the used part
+        # (the paper's average valid ratio, which bounds the expected probes per pop by eta)
+        if used + p > size or used + p > eta * (live + p):
             # CLEANUP: new offsets = prefix sum of pin counts masked by the alive flags
             nu = 0
             nc = 0
@@ -435,8 +438,8 @@ def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, ma
 # ------------------------------------------------------------------ induction
 @nb.njit(parallel=True, **_JIT)
 def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, edge_off, bits,
-                 mark, edge_values, row_scale, out_nodes, out_indptr, out_indices, out_eids,
-                 out_perm, out_data):
+                 mark, edge_values, edge_values_rev, row_scale, out_nodes, out_indptr,
+                 out_indices, out_eids, out_perm, out_data):
     """Induced CSRs of all subgraphs in one pass over the upper halves, into flat arrays.
 
     Subgraph i: nodes at out_nodes[node_off[i]:], indptr (k+1 entries) at
@@ -446,7 +449,8 @@ def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, e
     diagonal and upper ones. The same step gives the parent edge id of (v, u), ``rev[e]`` (the
     parent's transpose permutation) and the local transpose permutation (the two positions
     point at each other; journal Alg. 6 without its extra pass). If out_data is non-empty:
-    value of (v, u) = edge_values[parent id] (1 if empty) * row_scale[v] (1 if empty).
+    value of (v, u) = edge_values[parent id] (1 if empty) * row_scale[v] (1 if empty);
+    ``edge_values_rev = edge_values[rev]`` so both directions are read sequentially.
     """
     count = nv.shape[0]
     nw = mark.shape[0]
@@ -495,7 +499,8 @@ def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, e
                     out_perm[eo + q] = p
                     if has_data:
                         sv = row_scale[v] if has_scale else np.float32(1.0)
-                        out_data[eo + q] = (edge_values[er] if has_val else np.float32(1.0)) * sv
+                        val = edge_values_rev[e] if has_val else np.float32(1.0)
+                        out_data[eo + q] = val * sv
             _mark_clear(vs, k, bt, mk)
 
 

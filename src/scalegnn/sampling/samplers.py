@@ -95,7 +95,7 @@ class Sampler:
         self.nodes = nodes
         self.budget = dict(budget)
         self._lock = threading.Lock()
-        self._bits = self._marks = None
+        self._bits = self._marks = self._values_cache = None
         # induction scans upper row halves and mirrors each hit (see _kernels.fill_induced)
         self._upper = K.upper_starts(graph.indptr, graph.indices)
         rev = graph.transpose_permutation()
@@ -134,37 +134,49 @@ class Sampler:
         clip = _positive_int(self.name, "clip_multiple", clip_multiple, minimum=0)
         seeds = stream_seeds(seed, start, count)
         with_data = edge_values is not None or row_scale is not None
-        vals = np.empty(0, np.float32) if edge_values is None else \
-            np.ascontiguousarray(edge_values, dtype=np.float32)
+        vals, vals_rev = self._edge_values(edge_values)
         scale = np.empty(0, np.float32) if row_scale is None else \
             np.ascontiguousarray(row_scale, dtype=np.float32)
         workers = min(threads, count)
+        # groups of a few subgraphs per worker: each group's output arrays stay small enough
+        # for malloc to recycle them (large fresh mmaps cost a page fault per 4 KiB)
+        group = max(self.GROUP_PER_WORKER * workers, 4)
+        subs: list[Subgraph] = []
         with self._lock:  # the per-worker scratch maps are shared state
             prev = numba.get_num_threads()
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
             try:
                 bits, mark = self._scratch(workers)
-                nodes_buf = np.empty((count, self.cap), dtype=np.int64)
-                rowcnt = np.empty((count, self.cap), dtype=np.int64)
-                nv = np.zeros(count, dtype=np.int64)
-                ne = np.zeros(count, dtype=np.int64)
-                self._run(seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
-                node_off = np.zeros(count + 1, dtype=np.int64)
-                np.cumsum(nv, out=node_off[1:])
-                edge_off = np.zeros(count + 1, dtype=np.int64)
-                np.cumsum(ne, out=edge_off[1:])
-                tot_v, tot_e = int(node_off[-1]), int(edge_off[-1])
-                out_nodes = np.empty(tot_v, dtype=np.int64)
-                out_indptr = np.empty(tot_v + count, dtype=np.int64)
-                out_indices = np.empty(tot_e, dtype=np.int32)
-                out_eids = np.empty(tot_e, dtype=np.int64)
-                out_perm = np.empty(tot_e, dtype=np.int64)
-                out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
-                K.fill_induced(self.graph.indptr, self.graph.indices, self._upper, self._rev,
-                               nodes_buf, rowcnt, nv, node_off, edge_off, bits, mark, vals, scale,
-                               out_nodes, out_indptr, out_indices, out_eids, out_perm, out_data)
+                for g0 in range(0, count, group):
+                    subs += self._sample_group(seeds[g0:g0 + group], clip, bits, mark, vals,
+                                               vals_rev, scale, with_data)
             finally:
                 numba.set_num_threads(prev)
+        return subs
+
+    GROUP_PER_WORKER = 2
+
+    def _sample_group(self, seeds, clip, bits, mark, vals, vals_rev, scale, with_data):
+        count = seeds.shape[0]
+        nodes_buf = np.empty((count, self.cap), dtype=np.int64)
+        rowcnt = np.empty((count, self.cap), dtype=np.int64)
+        nv = np.zeros(count, dtype=np.int64)
+        ne = np.zeros(count, dtype=np.int64)
+        self._run(seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
+        node_off = np.zeros(count + 1, dtype=np.int64)
+        np.cumsum(nv, out=node_off[1:])
+        edge_off = np.zeros(count + 1, dtype=np.int64)
+        np.cumsum(ne, out=edge_off[1:])
+        tot_v, tot_e = int(node_off[-1]), int(edge_off[-1])
+        out_nodes = np.empty(tot_v, dtype=np.int64)
+        out_indptr = np.empty(tot_v + count, dtype=np.int64)
+        out_indices = np.empty(tot_e, dtype=np.int32)
+        out_eids = np.empty(tot_e, dtype=np.int64)
+        out_perm = np.empty(tot_e, dtype=np.int64)
+        out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
+        K.fill_induced(self.graph.indptr, self.graph.indices, self._upper, self._rev, nodes_buf,
+                       rowcnt, nv, node_off, edge_off, bits, mark, vals, vals_rev, scale,
+                       out_nodes, out_indptr, out_indices, out_eids, out_perm, out_data)
         subs = []
         for i in range(count):
             a, b = int(node_off[i]), int(node_off[i + 1])
@@ -173,6 +185,22 @@ class Sampler:
                       out_data[ea:eb] if with_data else None, validate=False)
             subs.append(Subgraph(out_nodes[a:b], g, out_eids[ea:eb], out_perm[ea:eb]))
         return subs
+
+    def _edge_values(self, edge_values):
+        """(values, values[rev]) as float32; the mirrored copy lets the kernel read both
+        directions of an edge sequentially. Cached for the last array passed (the loader
+        passes the same multiplier table every time)."""
+        if edge_values is None:
+            empty = np.empty(0, np.float32)
+            return empty, empty
+        if self._values_cache is not None and self._values_cache[0] is edge_values:
+            return self._values_cache[1], self._values_cache[2]
+        vals = np.ascontiguousarray(edge_values, dtype=np.float32)
+        if vals.shape != (self.graph.num_edges,):
+            raise ConfigError(f"edge_values has shape {vals.shape}, expected "
+                              f"({self.graph.num_edges},)")
+        self._values_cache = (edge_values, vals, vals[self._rev])
+        return vals, self._values_cache[2]
 
     def _scratch(self, workers: int):
         """Per worker a |V|-bit bitmap (all 0) and a |V| int32 map (all -1); allocated once,

@@ -1,0 +1,126 @@
+"""``scalegnn bench sample``: sampler throughput and normalization pre-sampling time (SPEC §2).
+
+One JSON line per (sampler, threads): subgraphs per second (best and median of ``--repeats``
+calls of ``--count`` subgraphs each, CSR + parent edge ids + transpose permutation + edge
+values built, as the loader uses them), mean nodes and edges per subgraph, and the time of
+``Normalization.estimate`` at ``--coverage`` (counting only; subgraphs are not kept).
+Default budgets are the reference PPI ones: rw 3000 roots x 2 hops, edge 4000, node 6000,
+mrw 8000 nodes / 2500 frontier. By default the whole graph is sampled over all its nodes;
+``--inductive`` samples the training graph over the training nodes instead.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import numpy as np
+
+from scalegnn.errors import ConfigError
+
+BUDGETS = {"rw": {"num_root": 3000, "depth": 2}, "edge": {"size_subg_edge": 4000},
+           "node": {"size_subgraph": 6000}, "mrw": {"size_subgraph": 8000, "size_frontier": 2500},
+           "full": {}}
+
+
+def add_arguments(p):
+    p.add_argument("--graph", default="kronecker:17:8",
+                   help="anything scalegnn.data.load_dataset accepts (default kronecker:17:8)")
+    p.add_argument("--samplers", default="rw,edge,node,mrw", help="comma list (default %(default)s)")
+    p.add_argument("--threads", default="1,2", help="comma list of thread counts (default 1,2)")
+    p.add_argument("--count", type=int, default=32, help="subgraphs per timed call")
+    p.add_argument("--repeats", type=int, default=3, help="timed calls per (sampler, threads)")
+    p.add_argument("--coverage", type=float, default=50.0,
+                   help="pre-sampling coverage to time (0: skip)")
+    p.add_argument("--budget", action="append", default=[], metavar="SAMPLER.KEY=VALUE",
+                   help="override a budget, e.g. rw.num_root=2000 (repeatable)")
+    p.add_argument("--inductive", action="store_true",
+                   help="sample dataset.train_graph over train_idx (default: whole graph)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _int_list(text: str, name: str) -> list[int]:
+    try:
+        vals = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ConfigError(f"--{name}: expected a comma list of integers, got {text!r}") from None
+    if not vals or min(vals) < 1:
+        raise ConfigError(f"--{name}: values must be integers >= 1, got {text!r}")
+    return vals
+
+
+def _budgets(names: list[str], overrides: list[str]) -> dict:
+    out = {n: dict(BUDGETS[n]) for n in names}
+    for item in overrides:
+        key, sep, val = item.partition("=")
+        sampler, dot, param = key.partition(".")
+        if not sep or not dot or sampler not in out:
+            raise ConfigError(f"--budget: expected SAMPLER.KEY=VALUE with SAMPLER in "
+                              f"{', '.join(names)}, got {item!r}")
+        try:
+            out[sampler][param] = int(val)
+        except ValueError:
+            raise ConfigError(f"--budget {item!r}: value must be an integer") from None
+    return out
+
+
+def run(args) -> int:
+    from scalegnn.data import load_dataset
+    from scalegnn.sampling import SAMPLERS, Normalization, make_sampler
+
+    names = [s.strip() for s in args.samplers.split(",") if s.strip()]
+    for n in names:
+        if n not in SAMPLERS:
+            raise ConfigError(f"--samplers: unknown sampler {n!r} (allowed: "
+                              f"{', '.join(SAMPLERS)})")
+    threads = _int_list(args.threads, "threads")
+    if args.count < 1 or args.repeats < 1:
+        raise ConfigError("--count and --repeats must be >= 1")
+    budgets = _budgets(names, args.budget)
+    t0 = time.perf_counter()
+    ds = load_dataset(args.graph, seed=args.seed)
+    load_s = time.perf_counter() - t0
+    graph = ds.train_graph if args.inductive else ds.graph
+    nodes = ds.train_idx if args.inductive else np.arange(graph.num_nodes, dtype=np.int64)
+    deg = graph.degrees()
+    row_scale = np.zeros(graph.num_nodes, dtype=np.float32)
+    row_scale[deg > 0] = 1.0 / deg[deg > 0]
+    edge_values = np.ones(graph.num_edges, dtype=np.float32)
+    base = {"bench": "sample", "graph": args.graph, "mode": "inductive" if args.inductive
+            else "whole-graph", "graph_nodes": graph.num_nodes, "graph_edges": graph.num_edges,
+            "load_seconds": round(load_s, 3)}
+    for name in names:
+        sampler = make_sampler(name, graph, nodes, budgets[name])
+        sampler.sample(max(threads), seed=args.seed, num_threads=max(threads))  # compile, warm
+        first_rate = None
+        for th in threads:
+            rates, nv, ne = [], [], []
+            for r in range(args.repeats):
+                t = time.perf_counter()
+                subs = sampler.sample(args.count, seed=args.seed + 1, num_threads=th,
+                                      start=r * args.count, edge_values=edge_values,
+                                      row_scale=row_scale)
+                rates.append(args.count / (time.perf_counter() - t))
+                nv += [s.num_nodes for s in subs]
+                ne += [s.num_edges for s in subs]
+                del subs
+            rec = {**base, "sampler": name, "budget": budgets[name], "threads": th,
+                   "subgraphs_per_s": round(max(rates), 2),
+                   "subgraphs_per_s_median": round(statistics.median(rates), 2),
+                   "nodes_per_subgraph": round(float(np.mean(nv)), 1),
+                   "edges_per_subgraph": round(float(np.mean(ne)), 1),
+                   "count": args.count, "repeats": args.repeats}
+            if first_rate is None:
+                first_rate = max(rates)
+            else:
+                rec["speedup_vs_first"] = round(max(rates) / first_rate, 3)
+            if args.coverage > 0:
+                t = time.perf_counter()
+                norm, _ = Normalization.estimate(sampler, nodes, graph.num_nodes, args.coverage,
+                                                 seed=args.seed, num_threads=th, keep=False)
+                rec["presample_seconds"] = round(time.perf_counter() - t, 3)
+                rec["presample_subgraphs"] = norm.num_subgraphs
+                rec["coverage"] = args.coverage
+            print(json.dumps(rec), flush=True)
+    return 0
