@@ -22,6 +22,7 @@ def _plans(f, p=2):
     yield costmodel.Plan("rows", 3, 16, p, p, {}, 1)
     for width, q_f in [(max(f, 1), p), (16, 2 * p), (8, 4 * p), (1, 64)]:
         yield costmodel.Plan("features", f, width, q_f, p, {}, 0)
+        yield costmodel.Plan("features", f, width, q_f, p, {}, 0, blocked=True)
 
 
 def _random_adj(n_rows, n_cols, nnz, seed, dtype=np.float64, empty_rows=()):
@@ -72,8 +73,10 @@ def test_matches_slow_reference_and_overwrites_garbage():
             K.spmm_rows(adj.indptr, adj.indices, adj.data, x, out,
                         K.balanced_row_bounds(adj.indptr, 2, 2), plan.tile, plan.prefetch)
         else:
+            buf = np.full((plan.threads, 80, min(plan.width, 37)) if plan.blocked else (0, 0, 0),
+                          np.nan, dtype=np.float32)
             K.spmm_feature_blocks(adj.indptr, adj.indices, adj.data, x, out, plan.width,
-                                  plan.q_f, plan.threads)
+                                  plan.q_f, plan.threads, buf)
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 

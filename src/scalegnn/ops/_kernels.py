@@ -64,13 +64,15 @@ def _prefetch_rows(indices, x, e0, e1, c0, c1, npf):
 
 
 @nb.njit(inline="always", **_JIT)
-def _row_tile(indptr, indices, data, x, out, i, c0, c1, npf):
-    """``out[i, c0:c1] = Σ_e data[e] · x[indices[e], c0:c1]`` over row i's edges (4-unrolled).
+def _row_tile(indptr, indices, data, x, s0, out, i, c0, c1, npf):
+    """``out[i, c0:c1] = Σ_e data[e] · x[indices[e], s0:s0+(c1-c0)]`` over row i's edges
+    (4-unrolled); ``s0`` is the slice's first column in ``x`` (c0, or 0 for a copied block).
 
     With ``npf > 0`` also prefetches the neighbour rows of the next 4 edges (and, at the end of
     the row, the first 4 edges of row i+1)."""
     o = out[i, c0:c1]
     w = c1 - c0
+    s1 = s0 + w
     a = indptr[i]
     b = indptr[i + 1]
     if a == b:
@@ -78,18 +80,18 @@ def _row_tile(indptr, indices, data, x, out, i, c0, c1, npf):
             o[c] = 0
         return
     # the first edge writes (no zero pass), the rest accumulate
-    x0 = x[indices[a], c0:c1]
+    x0 = x[indices[a], s0:s1]
     v0 = data[a]
     for c in range(w):
         o[c] = v0 * x0[c]
     e = a + 1
     while e + 4 <= b:
         if npf > 0:
-            _prefetch_rows(indices, x, e + 4, min(e + 8, b), c0, c1, npf)
-        x0 = x[indices[e], c0:c1]
-        x1 = x[indices[e + 1], c0:c1]
-        x2 = x[indices[e + 2], c0:c1]
-        x3 = x[indices[e + 3], c0:c1]
+            _prefetch_rows(indices, x, e + 4, min(e + 8, b), s0, s1, npf)
+        x0 = x[indices[e], s0:s1]
+        x1 = x[indices[e + 1], s0:s1]
+        x2 = x[indices[e + 2], s0:s1]
+        x3 = x[indices[e + 3], s0:s1]
         v0 = data[e]
         v1 = data[e + 1]
         v2 = data[e + 2]
@@ -98,9 +100,9 @@ def _row_tile(indptr, indices, data, x, out, i, c0, c1, npf):
             o[c] += (v0 * x0[c] + v1 * x1[c]) + (v2 * x2[c] + v3 * x3[c])
         e += 4
     if npf > 0 and i + 1 < indptr.shape[0] - 1:
-        _prefetch_rows(indices, x, b, min(b + 4, indptr[i + 2]), c0, c1, npf)
+        _prefetch_rows(indices, x, b, min(b + 4, indptr[i + 2]), s0, s1, npf)
     while e < b:
-        x0 = x[indices[e], c0:c1]
+        x0 = x[indices[e], s0:s1]
         v0 = data[e]
         for c in range(w):
             o[c] += v0 * x0[c]
@@ -118,24 +120,37 @@ def spmm_rows(indptr, indices, data, x, out, bounds, tile, npf):
         for c0 in range(0, f, tile):
             c1 = min(c0 + tile, f)
             for i in range(bounds[k], bounds[k + 1]):
-                _row_tile(indptr, indices, data, x, out, i, c0, c1, npf)
+                _row_tile(indptr, indices, data, x, c0, out, i, c0, c1, npf)
 
 
 @nb.njit(parallel=True, **_JIT)
-def spmm_feature_blocks(indptr, indices, data, x, out, width, q_f, p):
+def spmm_feature_blocks(indptr, indices, data, x, out, width, q_f, p, buf):
     """Feature-partitioned ``out = A·x``: ``q_f`` column blocks of ``width`` columns
-    (``q_f`` a multiple of ``p``); thread t runs block ``r + t·(q_f/p)`` in round r."""
+    (``q_f`` a multiple of ``p``); thread t runs block ``r + t·(q_f/p)`` in round r.
+
+    With ``buf`` of shape (p, n_cols, width) each thread first copies its block of X into
+    ``buf[t]`` (the seeds' column-blocked layout: the block is contiguous, so every fetched
+    line is used); with an empty ``buf`` (shape (0, 0, 0)) it gathers from X in place."""
     n = indptr.shape[0] - 1
     f = x.shape[1]
     per = q_f // p
+    blocked = buf.shape[0] >= p
     for t in nb.prange(p):
         for r in range(per):
             c0 = (r + t * per) * width
             c1 = min(c0 + width, f)
             if c0 >= c1:
                 continue
-            for i in range(n):
-                _row_tile(indptr, indices, data, x, out, i, c0, c1, 0)
+            if blocked:
+                src = buf[t]
+                for j in range(x.shape[0]):
+                    for c in range(c1 - c0):
+                        src[j, c] = x[j, c0 + c]
+                for i in range(n):
+                    _row_tile(indptr, indices, data, src, 0, out, i, c0, c1, 0)
+            else:
+                for i in range(n):
+                    _row_tile(indptr, indices, data, x, c0, out, i, c0, c1, 0)
 
 
 @nb.njit(cache=True, nogil=True)

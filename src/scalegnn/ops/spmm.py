@@ -84,8 +84,10 @@ def _forward(adj: SparseAdj, x: torch.Tensor, kernel: str, plan) -> torch.Tensor
     data = adj.data_as(xn.dtype)
     plan = plan or plan_for(adj, f, x.dtype, kernel)
     if plan.kernel == "features":
+        buf = (np.empty((plan.threads, xn.shape[0], min(plan.width, f)), dtype=xn.dtype)
+               if plan.blocked else np.empty((0, 0, 0), dtype=xn.dtype))
         K.spmm_feature_blocks(adj.indptr, adj.indices, data, xn, on, plan.width, plan.q_f,
-                              plan.threads)
+                              plan.threads, buf)
     else:
         K.spmm_rows(adj.indptr, adj.indices, data, xn, on, _row_bounds(adj, plan.threads),
                     plan.tile, plan.prefetch)
