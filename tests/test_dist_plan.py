@@ -69,6 +69,24 @@ def test_metis_cuts_less_than_random(tmp_path, ds):
     assert m < r
 
 
+def test_sparsify_for_partitioning(ds):
+    from scalegnn.dist.partition import sparsify_for_partitioning
+    g = ds.graph
+    budget = g.num_edges // 2
+    s = sparsify_for_partitioning(g, budget, seed=1)
+    assert s.is_symmetric() and s.num_edges < g.num_edges
+    k = budget / (2 * g.num_nodes)
+    full = {(u, int(v)) for u in range(g.num_nodes) for v in g.indices[g.indptr[u]:g.indptr[u + 1]]}
+    sub = {(u, int(v)) for u in range(s.num_nodes) for v in s.indices[s.indptr[u]:s.indptr[u + 1]]}
+    assert sub <= full
+    deg = g.degrees()
+    low = {(u, v) for (u, v) in full if min(deg[u], deg[v]) <= k}
+    assert low <= sub                                   # low-degree endpoints keep every edge
+    assert sparsify_for_partitioning(g, g.num_edges) is g
+    a = assign(g, 3, "metis", max_entries=budget)      # still a valid balanced-ish partition
+    assert np.bincount(a, minlength=3).min() > 0
+
+
 def test_plan_refusals(tmp_path, ds):
     partition_dataset(ds, 3, tmp_path / "p", method="random")
     with pytest.raises(PlanError, match="3 parts but 2 ranks"):
