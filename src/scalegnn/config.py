@@ -45,6 +45,8 @@ PARAM_DEFAULTS = {
     "norm_loss": True, "norm_aggr": True,
     "q_threshold": 50, "q_offset": 0,            # reference keys (queueing of its C++ sampler), unused
     "transductive": False,                       # sample the full graph, loss on training nodes
+    "standardize": True,                         # features -> z-scores by training-node statistics
+                                                 # (GraphSAINT's preprocessing); in-memory copy
     "eval_every": 1,                             # epochs between validation passes
     "grad_clip": 5.0,
     "eval_batch_rows": 65536,

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from scalegnn.config import Config
+from scalegnn.data.transforms import standardize_features
 from scalegnn.errors import ConfigError
 from scalegnn.nn import build_model
 from scalegnn.ops import SparseAdj
@@ -40,8 +41,10 @@ class Trainer:
 
     def __init__(self, dataset, config: Config | None = None, out_dir=None, *, seed: int = 0,
                  device=None, progress: bool = True, resume: bool = False):
-        self.dataset = dataset
         self.config = (config or Config()).validate()
+        if self.config.params["standardize"] and not dataset.meta.get("standardized"):
+            dataset = standardize_features(dataset)
+        self.dataset = dataset
         self.seed = int(seed)
         self.device = torch.device(device or "cpu")
         self.progress = progress
