@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from scalegnn.errors import ConfigError, GraphError
+from scalegnn.errors import ConfigError
 from scalegnn.graph import Graph
 from scalegnn.ops.adj import SparseAdj
-from scalegnn.ops.redundancy import num_adds, num_reads, reduce_redundancy
+from scalegnn.ops.redundancy import aggregation_pairs, num_adds, num_reads, reduce_redundancy
 
 
 def _dense(adj):
@@ -112,5 +112,26 @@ def test_no_redundancy_and_errors():
     assert num_adds(adj.indptr) == 0
     with pytest.raises(ConfigError, match="rounds"):
         reduce_redundancy(adj, rounds=-1)
-    with pytest.raises(GraphError, match="max_pairs"):
-        reduce_redundancy(_clustered(), max_pairs=10)
+
+
+def _brute_force_pairs(adj, theta):
+    """Alg. 3 literally: a dict over all neighbour pairs of every row (equal values only)."""
+    weights = {}
+    for v in range(adj.num_rows):
+        a, b = adj.indptr[v], adj.indptr[v + 1]
+        for p in range(a, b):
+            for q in range(a, b):
+                u, w = int(adj.indices[p]), int(adj.indices[q])
+                if u < w and adj.data[p] == adj.data[q]:
+                    weights[(u, w)] = weights.get((u, w), 0) + 1
+    return {k: c for k, c in weights.items() if c > theta}
+
+
+@pytest.mark.parametrize("theta", [0, 1, 2])
+def test_aggregation_pairs_match_brute_force(theta):
+    adj = _clustered(n=60, groups=3, seed=7)
+    adj.data[::7] = 2.0                                   # some unequal values
+    u, w, wt = aggregation_pairs(adj.indptr, adj.indices.astype(np.int64), adj.data,
+                                 adj.num_cols, theta)
+    got = {(int(a), int(b)): int(c) for a, b, c in zip(u, w, wt)}
+    assert got == _brute_force_pairs(adj, theta)

@@ -31,63 +31,89 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numba
 import numba as nb
 import numpy as np
 import torch
 
-from scalegnn.errors import ConfigError, GraphError
+from scalegnn.errors import ConfigError
 from scalegnn.ops.adj import SparseAdj
 from scalegnn.ops.spmm import spmm
 
 _JIT = dict(nogil=True, cache=True)
 
 
-@nb.njit(**_JIT)
-def _count_pairs(indptr, indices, data):
-    n = indptr.shape[0] - 1
-    total = 0
-    for v in range(n):
-        d = indptr[v + 1] - indptr[v]
-        total += d * (d - 1) // 2
-    return total
+@nb.njit(parallel=True, **_JIT)
+def _heavy_pairs(indptr, indices, data, tptr, trow, tpos, theta, bounds, counts, offsets,
+                 out_u, out_w, out_wt, fill):
+    """Alg. 3 without a hash table: for each column u, walk the rows v holding u (transposed
+    CSR: ``trow``, with ``tpos`` the entry's position in row v) and count, in a dense per-thread
+    counter, every w > u of row v with ``Â[v,w] == Â[v,u]``. Pairs of weight > θ only are
+    kept: count pass (``fill`` False) writes ``counts[u]``; fill pass writes them at
+    ``offsets[u]``. Work Σ_v deg(v)², memory O(num_cols) per thread."""
+    num_cols = tptr.shape[0] - 1
+    for k in nb.prange(bounds.shape[0] - 1):
+        cnt = np.zeros(num_cols, dtype=np.int64)
+        touched = np.empty(num_cols, dtype=np.int64)
+        for u in range(bounds[k], bounds[k + 1]):
+            nt = 0
+            for q in range(tptr[u], tptr[u + 1]):
+                v = trow[q]
+                val = data[tpos[q]]
+                for e in range(indptr[v], indptr[v + 1]):
+                    w = indices[e]
+                    if w > u and data[e] == val:
+                        if cnt[w] == 0:
+                            touched[nt] = w
+                            nt += 1
+                        cnt[w] += 1
+            c = 0
+            for t in range(nt):
+                w = touched[t]
+                if cnt[w] > theta:
+                    if fill:
+                        out_u[offsets[u] + c] = u
+                        out_w[offsets[u] + c] = w
+                        out_wt[offsets[u] + c] = cnt[w]
+                    c += 1
+                cnt[w] = 0
+            counts[u] = c
+
+
+def aggregation_pairs(indptr, indices, data, num_cols: int, theta: float):
+    """(u, w, weight) of every aggregation-graph edge with weight > θ, u < w."""
+    from scalegnn.graph import Graph
+    gt = Graph(indptr, indices, num_cols, np.arange(indices.shape[0], dtype=np.int64),
+               validate=False).transpose()
+    p = max(1, numba.get_num_threads())
+    bounds = np.linspace(0, num_cols, p + 1).astype(np.int64)
+    counts = np.zeros(num_cols, dtype=np.int64)
+    e64, ei = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    _heavy_pairs(indptr, indices, data, gt.indptr, gt.indices, gt.data, theta, bounds, counts,
+                 counts, e64, ei, e64, False)
+    offsets = np.zeros(num_cols, dtype=np.int64)
+    np.cumsum(counts[:-1], out=offsets[1:])
+    total = int(counts.sum())
+    u, w, wt = (np.empty(total, dtype=np.int64) for _ in range(3))
+    _heavy_pairs(indptr, indices, data, gt.indptr, gt.indices, gt.data, theta, bounds, counts,
+                 offsets, u, w, wt, True)
+    return u, w, wt
 
 
 @nb.njit(**_JIT)
-def _pair_keys(indptr, indices, data, num_cols, total):
-    """Alg. 3: key u·num_cols + w (u < w) once per row holding both with equal values."""
-    keys = np.empty(total, dtype=np.int64)
-    k = 0
-    for v in range(indptr.shape[0] - 1):
-        a, b = indptr[v], indptr[v + 1]
-        for p in range(a, b):
-            for q in range(p + 1, b):
-                u, w = indices[p], indices[q]
-                if u == w or data[p] != data[q]:
-                    continue
-                lo, hi = (u, w) if u < w else (w, u)
-                keys[k] = lo * num_cols + hi
-                k += 1
-    return keys[:k]
-
-
-@nb.njit(**_JIT)
-def _greedy_match(keys, weights, num_cols, theta):
-    """Alg. 4 on pairs sorted by (weight desc, key asc); returns (k, 2) matched pairs."""
-    order = np.argsort(-weights, kind="mergesort")       # stable: equal weights keep key order
+def _greedy_match(u, w, order, num_cols):
+    """Alg. 4 over pairs in ``order`` (weight desc, then (u, w) asc); returns (k, 2) pairs."""
     used = np.zeros(num_cols, dtype=np.bool_)
-    out = np.empty((keys.shape[0], 2), dtype=np.int64)
+    out = np.empty((order.shape[0], 2), dtype=np.int64)
     k = 0
     for t in range(order.shape[0]):
         i = order[t]
-        if weights[i] <= theta:
-            break
-        u, w = keys[i] // num_cols, keys[i] % num_cols
-        if used[u] or used[w]:
+        if used[u[i]] or used[w[i]]:
             continue
-        used[u] = True
-        used[w] = True
-        out[k, 0] = u
-        out[k, 1] = w
+        used[u[i]] = True
+        used[w[i]] = True
+        out[k, 0] = u[i]
+        out[k, 1] = w[i]
         k += 1
     return out[:k]
 
@@ -106,28 +132,28 @@ def _rewrite(indptr, indices, data, num_cols, pairs):
     new_idx = np.empty(indices.shape[0], dtype=np.int64)
     new_val = np.empty(data.shape[0], dtype=data.dtype)
     drop = np.zeros(indices.shape[0], dtype=np.bool_)
+    pos = np.full(num_cols, -1, dtype=np.int64)     # column -> its entry in the current row
     m = 0
     for v in range(n):
         a, b = indptr[v], indptr[v + 1]
+        for p in range(a, b):
+            pos[indices[p]] = p
         start = m
         for p in range(a, b):
             if drop[p]:
                 continue
             u = indices[p]
             w = partner[u]
-            hit = -1
-            if w >= 0:
-                for q in range(p + 1, b):   # rows are short; a scan beats a search here
-                    if indices[q] == w and not drop[q] and data[q] == data[p]:
-                        hit = q
-                        break
-            if hit >= 0:
-                drop[hit] = True
+            q = pos[w] if w >= 0 else -1
+            if q >= 0 and q != p and not drop[q] and data[q] == data[p]:
+                drop[q] = True
                 new_idx[m] = num_cols + pair_id[u]
             else:
                 new_idx[m] = u
             new_val[m] = data[p]
             m += 1
+        for p in range(a, b):
+            pos[indices[p]] = -1
         # keep rows sorted by column (virtual ids sort after all earlier columns)
         order = np.argsort(new_idx[start:m], kind="mergesort")
         new_idx[start:m] = new_idx[start:m][order]
@@ -176,27 +202,21 @@ class ReducedAdj:
         return spmm(self.adj, self.extend(x))
 
 
-def reduce_redundancy(adj: SparseAdj, theta: float = 2, rounds: int = 5,
-                      max_pairs: int = 50_000_000) -> ReducedAdj:
-    """Rewrite ``adj`` with virtual nodes for heavy neighbour pairs (module docstring)."""
+def reduce_redundancy(adj: SparseAdj, theta: float = 2, rounds: int = 5) -> ReducedAdj:
+    """Rewrite ``adj`` with virtual nodes for heavy neighbour pairs (module docstring).
+
+    Cost per round O(Σ_v deg(v)²) time (the aggregation graph is never stored: only pairs of
+    weight > θ are materialized) and O(num_cols) memory per thread."""
     if rounds < 0:
         raise ConfigError(f"reduce_redundancy: rounds must be >= 0, got {rounds}")
-    total = _count_pairs(adj.indptr, adj.indices, adj.data)
-    if total > max_pairs:
-        raise GraphError(f"reduce_redundancy: the aggregation graph would hold {total} pairs "
-                         f"(Σ deg²/2) > max_pairs={max_pairs}; use it on sampled subgraphs")
     indptr, indices, data = adj.indptr, adj.indices.astype(np.int64), adj.data
     cols = adj.num_cols
     all_pairs, matched = [], []
     for _ in range(rounds):
-        total = _count_pairs(indptr, indices, data)
-        keys = _pair_keys(indptr, indices, data, cols, total)
-        if keys.size == 0:
+        u, w, wt = aggregation_pairs(indptr, indices, data, cols, theta)
+        if u.size == 0:
             break
-        uniq, counts = np.unique(keys, return_counts=True)
-        pairs = _greedy_match(uniq, counts.astype(np.int64), cols, theta)
-        if pairs.shape[0] == 0:
-            break
+        pairs = _greedy_match(u, w, np.lexsort((w, u, -wt)), cols)
         indptr, indices, data = _rewrite(indptr, indices, data, cols, pairs)
         all_pairs.append(pairs)
         matched.append(int(pairs.shape[0]))
