@@ -1,0 +1,41 @@
+"""The propagation benchmarks run end to end on tiny inputs and print consistent JSON lines."""
+
+import json
+
+import pytest
+
+from scalegnn.cli import main
+
+
+def _lines(capsys):
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+
+
+def test_bench_spmm_json(capsys):
+    assert main(["bench", "spmm", "--n", "300", "--f", "16", "--degree", "4", "--repeat", "2",
+                 "--threads", "2", "--no-membw"]) == 0
+    recs = _lines(capsys)
+    case, summary = recs[0], recs[-1]
+    assert (case["n"], case["f"], case["threads"]) == (300, 16, 2)
+    assert case["picked"] in ("rows", "features") and case["fastest"] in ("rows", "features")
+    assert case["model_agrees"] == (case["picked"] == case["fastest"])
+    assert case["ratio_vs_torch"] == pytest.approx(case["torch_ms"] / case["picked_ms"])
+    assert summary["kind"] == "summary" and summary["model_agrees"] == int(case["model_agrees"])
+
+
+def test_bench_step_json(capsys):
+    assert main(["bench", "step", "--dataset", "kronecker:10:4", "--size-subgraph", "300",
+                 "--size-frontier", "50", "--hidden", "32", "--repeat", "1"]) == 0
+    model, fused = _lines(capsys)
+    assert (model["tail"], fused["tail"]) == ("model", "fused")
+    for r in (model, fused):
+        assert r["gemm_calls"] > 0 and r["spmm_ms"] > 0
+        assert r["iteration_ms"] == pytest.approx(r["gemm_alone_ms"] + r["spmm_ms"] + r["other_ms"])
+
+
+def test_bench_eval_json(capsys):
+    assert main(["bench", "eval", "--dataset", "kronecker:10:4", "--hidden", "16",
+                 "--batch-rows", "100", "5000", "--repeat", "1"]) == 0
+    small, whole = _lines(capsys)
+    assert (small["batch_rows"], whole["batch_rows"]) == (100, 1024)
+    assert whole["max_abs_diff_vs_first"] < 1e-4
