@@ -122,3 +122,15 @@ def test_close_stops_the_thread_and_rejects_use():
 def test_bad_loader_arguments(kw, key):
     with pytest.raises(ConfigError, match=key):
         GraphSAINTLoader(tiny_dataset(), "rw", {"num_root": 10, "depth": 2}, **kw)
+
+
+def test_presample_keep_budget_continues_the_stream(monkeypatch):
+    ds = tiny_dataset()
+    monkeypatch.setattr(GraphSAINTLoader, "PRESAMPLE_KEEP_BYTES", 0)
+    with GraphSAINTLoader(ds, "rw", {"num_root": 15, "depth": 2}, coverage=2, seed=3) as L:
+        n = L.stats["presample_subgraphs"]
+        assert L.stats["presampled"] == 0 and n > 0
+        b = L.next_batch()
+        assert b.meta["stream_index"] == n
+        (ref,) = L.sampler.sample(1, seed=3, start=n)
+        np.testing.assert_array_equal(b.nodes, ref.nodes)

@@ -106,3 +106,20 @@ def test_bad_arguments():
         Normalization.estimate(s, np.array([], dtype=np.int64), g.num_nodes)
     with pytest.raises(ConfigError, match="num_nodes"):
         Normalization.estimate(s, np.arange(5), g.num_nodes + 1)
+
+
+def test_keep_budget_keeps_a_prefix():
+    g = random_graph()
+    s = make_sampler("rw", g, np.arange(g.num_nodes), {"num_root": 10, "depth": 2})
+    full, subs = Normalization.estimate(s, np.arange(100), g.num_nodes, coverage=5, seed=2)
+    budget = sum(x.nbytes for x in subs[:3])
+    part, kept = Normalization.estimate(s, np.arange(100), g.num_nodes, coverage=5, seed=2,
+                                        keep=budget)
+    none, empty = Normalization.estimate(s, np.arange(100), g.num_nodes, coverage=5, seed=2,
+                                         keep=False)
+    assert len(kept) == 3 and empty == []
+    assert all(np.array_equal(a.nodes, b.nodes) for a, b in zip(kept, subs))
+    for other in (part, none):
+        assert other.num_subgraphs == full.num_subgraphs
+        np.testing.assert_array_equal(other.node_counts, full.node_counts)
+        np.testing.assert_array_equal(other.edge_multiplier, full.edge_multiplier)

@@ -2,7 +2,9 @@
 
 One JSON line per (sampler, threads): subgraphs per second (best and median of ``--repeats``
 calls of ``--count`` subgraphs each, CSR + parent edge ids + transpose permutation + edge
-values built, as the loader uses them), mean nodes and edges per subgraph, and the time of
+values built, as the loader uses them), process CPU ms per subgraph (all threads; less
+sensitive than wall time to other load on a shared machine), mean nodes and edges per
+subgraph, and the time of
 ``Normalization.estimate`` at ``--coverage`` (counting only; subgraphs are not kept).
 Default budgets are the reference PPI ones: rw 3000 roots x 2 hops, edge 4000, node 6000,
 mrw 8000 nodes / 2500 frontier. By default the whole graph is sampled over all its nodes;
@@ -95,19 +97,21 @@ def run(args) -> int:
         sampler.sample(max(threads), seed=args.seed, num_threads=max(threads))  # compile, warm
         first_rate = None
         for th in threads:
-            rates, nv, ne = [], [], []
+            rates, cpu, nv, ne = [], [], [], []
             for r in range(args.repeats):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 subs = sampler.sample(args.count, seed=args.seed + 1, num_threads=th,
                                       start=r * args.count, edge_values=edge_values,
                                       row_scale=row_scale)
                 rates.append(args.count / (time.perf_counter() - t))
+                cpu.append((time.process_time() - c) / args.count)
                 nv += [s.num_nodes for s in subs]
                 ne += [s.num_edges for s in subs]
                 del subs
             rec = {**base, "sampler": name, "budget": budgets[name], "threads": th,
                    "subgraphs_per_s": round(max(rates), 2),
                    "subgraphs_per_s_median": round(statistics.median(rates), 2),
+                   "cpu_ms_per_subgraph": round(1e3 * min(cpu), 3),
                    "nodes_per_subgraph": round(float(np.mean(nv)), 1),
                    "edges_per_subgraph": round(float(np.mean(ne)), 1),
                    "count": args.count, "repeats": args.repeats}

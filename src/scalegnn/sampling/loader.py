@@ -39,8 +39,12 @@ class GraphSAINTLoader:
 
     ``num_threads``: sampler threads (None: numba's default); ``pool_depth``: ready batches
     kept ahead (0: no background thread, batches are made on demand); ``clip_multiple``: make
-    |V_s| a multiple of it by random node dropping (0: off).
+    |V_s| a multiple of it by random node dropping (0: off). Pre-sampled subgraphs are kept
+    for reuse up to PRESAMPLE_KEEP_BYTES (the rest are only counted; fresh ones continue the
+    stream after all N).
     """
+
+    PRESAMPLE_KEEP_BYTES = 2 << 30
 
     def __init__(self, dataset, sampler: str, params: dict, *, transductive: bool = False,
                  coverage: float = 50, normalize: bool = True, seed: int = 0,
@@ -61,19 +65,21 @@ class GraphSAINTLoader:
         self.sampler = make_sampler(sampler, graph, nodes, params)
         self.norm, presampled = Normalization.estimate(
             self.sampler, train_idx, dataset.num_nodes, coverage, self.seed, normalize,
-            num_threads=num_threads, clip_multiple=self.clip_multiple)
+            num_threads=num_threads, clip_multiple=self.clip_multiple,
+            keep=self.PRESAMPLE_KEEP_BYTES)
         self.presample_seconds = self.norm.presample_seconds
         deg = graph.degrees()
         self._inv_deg = np.zeros(graph.num_nodes, dtype=np.float32)
         self._inv_deg[deg > 0] = 1.0 / deg[deg > 0]
         self._presampled: list[Subgraph | None] = presampled
         self._next_presampled = 0
-        self._next_stream = len(presampled)  # stream index of the next fresh subgraph
+        self._next_stream = self.norm.num_subgraphs  # stream index of the next fresh one
         self._len = max(1, math.ceil(train_idx.size / max(self.sampler.expected_size, 1.0)))
         self._chunk = max(2 * (num_threads or 2), self.pool_depth, 1)
         self._pool: BatchPool | None = None
         self._closed = False
         self.stats = {"presample_seconds": self.presample_seconds, "presampled": len(presampled),
+                      "presample_subgraphs": self.norm.num_subgraphs,
                       "sample_seconds": 0.0, "gather_seconds": 0.0, "wait_seconds": 0.0,
                       "batches": 0}
 

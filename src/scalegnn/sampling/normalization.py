@@ -50,13 +50,14 @@ class Normalization:
     @classmethod
     def estimate(cls, sampler: Sampler, loss_nodes, num_nodes: int, coverage: float = 50,
                  seed: int = 0, normalize: bool = True, *, num_threads: int | None = None,
-                 clip_multiple: int = 0, keep: bool = True
+                 clip_multiple: int = 0, keep: bool | int = True
                  ) -> tuple["Normalization", list[Subgraph]]:
         """Pre-sample with ``sampler`` (stream indices 0..N-1 of ``seed``) and count.
 
         Returns the normalization and the N pre-sampled subgraphs (to be reused, in order, as
         the first minibatches; the next fresh subgraph has stream index N). ``keep=False``
-        counts each chunk and drops it (returns no subgraphs; bounded memory).
+        counts each chunk and drops it (returns no subgraphs; bounded memory); an integer
+        keeps the leading subgraphs up to that many bytes (``Subgraph.nbytes``).
         """
         t0 = time.perf_counter()
         num_nodes = int(num_nodes)
@@ -77,14 +78,16 @@ class Normalization:
             raise ConfigError(f"sample_coverage must be a positive number, got {coverage!r}")
         cv = np.zeros(num_nodes, dtype=np.int64)
         ce = np.zeros(sampler.graph.num_edges, dtype=np.int64)
-        subs, count = [], 0
+        budget = np.inf if keep is True else (0 if keep is False else int(keep))
+        subs, count, kept_bytes = [], 0, 0
         for s in _presample(sampler, coverage * sampler.nodes.size, seed, num_threads,
                             clip_multiple):
             K.add_counts(cv, s.nodes)
             K.add_counts(ce, s.edge_ids)
             count += 1
-            if keep:
-                subs.append(s)
+            if len(subs) == count - 1 and kept_bytes + s.nbytes <= budget:
+                subs.append(s)  # only an unbroken prefix: the stream order stays 0, 1, ...
+                kept_bytes += s.nbytes
         norm = cls.from_counts(cv, ce, count, sampler.graph, mask)
         norm.presample_seconds = time.perf_counter() - t0
         return norm, subs

@@ -43,6 +43,11 @@ class Subgraph:
     def num_edges(self) -> int:
         return int(self.edge_ids.shape[0])
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.nodes.nbytes + self.graph.nbytes + self.edge_ids.nbytes
+                   + self.transpose_perm.nbytes)
+
 
 def stream_seeds(seed: int, start: int, count: int) -> np.ndarray:
     """32-bit seed of subgraph ``start + i`` (splitmix64 of the pair (seed, index))."""
@@ -96,6 +101,7 @@ class Sampler:
         self.budget = dict(budget)
         self._lock = threading.Lock()
         self._bits = self._marks = self._values_cache = None
+        self._mean_edges = 0.0  # running mean of |E_s|, sizes the output groups
         # induction scans upper row halves and mirrors each hit (see _kernels.fill_induced)
         self._upper = K.upper_starts(graph.indptr, graph.indices)
         rev = graph.transpose_permutation()
@@ -137,10 +143,15 @@ class Sampler:
         vals, vals_rev = self._edge_values(edge_values)
         scale = np.empty(0, np.float32) if row_scale is None else \
             np.ascontiguousarray(row_scale, dtype=np.float32)
+        if scale.size and scale.shape != (self.graph.num_nodes,):
+            raise ConfigError(f"row_scale has shape {scale.shape}, expected "
+                              f"({self.graph.num_nodes},)")
         workers = min(threads, count)
-        # groups of a few subgraphs per worker: each group's output arrays stay small enough
-        # for malloc to recycle them (large fresh mmaps cost a page fault per 4 KiB)
-        group = max(self.GROUP_PER_WORKER * workers, 4)
+        # groups whose output arrays stay small enough (GROUP_BYTES, from the running mean
+        # subgraph size) for malloc to recycle them: large fresh mmaps cost a page fault per
+        # 4 KiB; but not so small that the per-group kernel launches dominate
+        per_sub = 28.0 * self._mean_edges + 16.0 * self.cap + 1.0
+        group = max(int(self.GROUP_BYTES / per_sub), 2 * workers, 4)
         subs: list[Subgraph] = []
         with self._lock:  # the per-worker scratch maps are shared state
             prev = numba.get_num_threads()
@@ -154,7 +165,7 @@ class Sampler:
                 numba.set_num_threads(prev)
         return subs
 
-    GROUP_PER_WORKER = 2
+    GROUP_BYTES = 32 << 20
 
     def _sample_group(self, seeds, clip, bits, mark, vals, vals_rev, scale, with_data):
         count = seeds.shape[0]
@@ -163,6 +174,7 @@ class Sampler:
         nv = np.zeros(count, dtype=np.int64)
         ne = np.zeros(count, dtype=np.int64)
         self._run(seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
+        self._mean_edges = 0.5 * self._mean_edges + 0.5 * float(ne.mean())
         node_off = np.zeros(count + 1, dtype=np.int64)
         np.cumsum(nv, out=node_off[1:])
         edge_off = np.zeros(count + 1, dtype=np.int64)
