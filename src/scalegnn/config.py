@@ -39,7 +39,12 @@ import yaml
 from scalegnn.errors import ConfigError
 
 NETWORK_DEFAULTS = {"dim": 256, "aggr": "concat", "loss": None, "arch": "1-0-1-0", "act": "relu",
-                    "bias": "norm", "model": "saint"}
+                    "bias": "norm", "model": "saint",
+                    # options of the other model families (scalegnn.nn.models.MODEL_OPTIONS):
+                    # layers (0 = depth from arch), heads (gat), jk_mode (jk: concat | max),
+                    # powers (mixhop, e.g. '0-1-2'), gin_weights (gin: operator | ones)
+                    "layers": 0, "heads": 4, "jk_mode": "concat", "powers": "0-1-2",
+                    "gin_weights": "operator"}
 PARAM_DEFAULTS = {
     "lr": 0.01, "dropout": 0.0, "weight_decay": 0.0, "sample_coverage": 50,
     "norm_loss": True, "norm_aggr": True,
@@ -214,13 +219,15 @@ class Config:
                 raise ConfigError(f"phase[{i}].end: must be an integer > {last_end}, got "
                                   f"{ph.get('end')!r}")
             ph["end"] = last_end = end
-        from scalegnn.nn.models import MODELS, parse_arch  # noqa: PLC0415 (avoids import cycle)
+        from scalegnn.nn.models import (  # noqa: PLC0415 (avoids import cycle)
+            MODELS, parse_arch, validate_options)
         from scalegnn.nn.saint import ACTIVATIONS, AGGREGATIONS, BIASES  # noqa: PLC0415
         for key, allowed in (("aggr", AGGREGATIONS), ("act", ACTIVATIONS), ("bias", BIASES),
                              ("model", MODELS)):
             if n[key] not in allowed:
                 raise ConfigError(f"network.{key}: {n[key]!r} is not one of {sorted(allowed)}")
         parse_arch(n["arch"])
+        validate_options(n)
         return self
 
     @property

@@ -63,13 +63,19 @@ def _dense_full(fn, h: torch.Tensor, batch_rows: int) -> torch.Tensor:
 def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_BATCH_ROWS,
                       adj: SparseAdj | None = None) -> torch.Tensor:
     """Logits of every node of ``graph`` (row-normalized adjacency ``D⁻¹A``, GraphSAINT's
-    evaluation operator), computed layer by layer in blocks of ``batch_rows`` rows."""
+    evaluation operator), computed layer by layer in blocks of ``batch_rows`` rows.
+
+    Models whose layers are not all :class:`SAINTLayer` (the other families of ``nn/``) run
+    ``model(features, adj)`` on the whole graph instead (no row blocking)."""
     was_training = model.training
     model.eval()
     try:
         if adj is None:
             adj = SparseAdj.from_graph(graph.row_normalized())
         h = as_tensor(features)
+        if not all(isinstance(layer, SAINTLayer) for layer in model.layers):
+            # other families (GCN, GAT, MixHop, JK, GIN): one whole-graph forward pass
+            return model(h, adj)
         for layer in model.layers:
             if layer.order == 0:
                 h = _dense_full(layer, h, batch_rows)

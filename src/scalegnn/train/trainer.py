@@ -21,6 +21,7 @@ from scalegnn.config import Config
 from scalegnn.data.transforms import standardize_features
 from scalegnn.errors import ConfigError
 from scalegnn.nn import build_model
+from scalegnn.nn.models import MODEL_OPTIONS
 from scalegnn.ops import SparseAdj
 from scalegnn.train.evaluate import full_graph_logits
 from scalegnn.train.metrics import compute_metrics
@@ -61,7 +62,8 @@ class Trainer:
         self.model = build_model(dataset.num_features, dataset.num_classes, model=net["model"],
                                  hidden=net["dim"], arch=net["arch"], aggr=net["aggr"],
                                  bias=net["bias"], act=net["act"], dropout=params["dropout"],
-                                 multilabel=dataset.multilabel).to(self.device)
+                                 multilabel=dataset.multilabel,
+                                 **{k: net[k] for k in MODEL_OPTIONS if k in net}).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=params["lr"],
                                           weight_decay=params["weight_decay"])
         self._full_adj = None
