@@ -75,6 +75,7 @@ def main(argv=None):
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--method", default="metis")
+    ap.add_argument("--weights", default="degree", help="METIS vertex weights: degree | nodes")
     ap.add_argument("--out", default="runs/bench_dist")
     ap.add_argument("--no-single", action="store_true", help="skip the 1-rank full-batch run")
     args = ap.parse_args(argv)
@@ -90,7 +91,7 @@ def main(argv=None):
         load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         plan = partition_dataset(ds, args.nprocs, root / f"plan{args.nprocs}", method=args.method,
-                                 seed=args.seed)
+                                 seed=args.seed, weights=args.weights)
         part_s = time.perf_counter() - t0
         info = {"dataset": name, "nodes": ds.num_nodes, "entries": ds.graph.num_edges,
                 "features": ds.num_features, "metric": ds.metric, "load_s": round(load_s, 1),

@@ -85,6 +85,8 @@ def test_sparsify_for_partitioning(ds):
     assert sparsify_for_partitioning(g, g.num_edges) is g
     a = assign(g, 3, "metis", max_entries=budget)      # still a valid balanced-ish partition
     assert np.bincount(a, minlength=3).min() > 0
+    counts = np.bincount(assign(g, 4, "metis", weights="nodes"), minlength=4)
+    assert counts.max() <= 1.1 * counts.mean()          # node weights balance rows
 
 
 def test_plan_refusals(tmp_path, ds):

@@ -12,6 +12,9 @@ def add_parser(sub):
     p.add_argument("--method", default="metis", help="metis (min. communication volume) or random")
     p.add_argument("--out", required=True, help="plan folder to write")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--weights", default="degree",
+                   help="METIS vertex weights: degree (deg+1, balances SpMM work) or nodes "
+                        "(balances rows: feature memory and dense GEMMs)")
     p.add_argument("--metis-max-entries", type=int, default=1 << 25,
                    help="sparsify larger graphs before METIS (its memory is ~100 B/entry); "
                         "the plan always uses the full graph")
@@ -26,7 +29,7 @@ def run(args) -> int:
         raise ConfigError(f"--method: {args.method!r} is not one of {list(METHODS)}")
     ds = load(args.data, seed=args.seed)
     plan = partition_dataset(ds, args.parts, args.out, method=args.method, seed=args.seed,
-                              max_entries=args.metis_max_entries)
+                              max_entries=args.metis_max_entries, weights=args.weights)
     print(json.dumps({"plan": str(plan.root), "method": args.method, "parts": plan.parts,
                       **plan.meta["totals"]}))
     return 0

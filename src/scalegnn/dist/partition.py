@@ -24,6 +24,7 @@ from scalegnn.dist.plan import (FORMAT, PartitionPlan, RankPart, fingerprint, sa
 from scalegnn.errors import ConfigError, PlanError
 
 METHODS = ("metis", "random")
+WEIGHTS = ("degree", "nodes")   # METIS vertex weights: deg+1 (SpMM compute) or 1 (memory, GEMM)
 
 
 def assign_random(num_nodes: int, parts: int, seed: int = 0) -> np.ndarray:
@@ -68,9 +69,12 @@ def sparsify_for_partitioning(graph, max_entries: int, seed: int = 0):
     return Graph.from_edges(u, v, n, symmetrize=True)
 
 
-def assign_metis(graph, parts: int, seed: int = 0, max_entries: int = 1 << 25) -> np.ndarray:
-    """pymetis k-way partition minimizing communication volume, weights ``deg + 1`` of the
-    FULL graph; graphs over ``max_entries`` stored entries are sparsified first (memory)."""
+def assign_metis(graph, parts: int, seed: int = 0, max_entries: int = 1 << 25,
+                 weights: str = "degree") -> np.ndarray:
+    """pymetis k-way partition minimizing communication volume. Vertex weights ``deg + 1`` of
+    the FULL graph (``weights='degree'``: balances SpMM work) or 1 (``'nodes'``: balances rows,
+    i.e. feature memory and the dense GEMMs, which dominate with wide features); graphs over
+    ``max_entries`` stored entries are sparsified first (memory)."""
     try:
         import pymetis
     except ImportError:
@@ -78,7 +82,10 @@ def assign_metis(graph, parts: int, seed: int = 0, max_entries: int = 1 << 25) -
     if parts == 1:
         return np.zeros(graph.num_nodes, dtype=np.int32)
     dt = pymetis.zero_copy_dtype() if hasattr(pymetis, "zero_copy_dtype") else np.int64
-    vweights = (graph.degrees() + 1).astype(dt)
+    if weights not in WEIGHTS:
+        raise ConfigError(f"--weights: {weights!r} is not one of {list(WEIGHTS)}")
+    vweights = (graph.degrees() + 1).astype(dt) if weights == "degree" else \
+        np.ones(graph.num_nodes, dtype=dt)
     g = sparsify_for_partitioning(graph, max_entries, seed)
     if _has_self_loops(g):
         g = g.remove_self_loops()                # METIS rejects self-loops
@@ -105,14 +112,14 @@ def _has_self_loops(graph, block: int = 1 << 18) -> bool:
 
 
 def assign(graph, parts: int, method: str = "metis", seed: int = 0,
-           max_entries: int = 1 << 25) -> np.ndarray:
+           max_entries: int = 1 << 25, weights: str = "degree") -> np.ndarray:
     if method not in METHODS:
         raise ConfigError(f"--method: {method!r} is not one of {list(METHODS)}")
     if not 1 <= parts <= graph.num_nodes:
         raise ConfigError(f"--parts: must be in [1, {graph.num_nodes}], got {parts}")
     if method == "random":
         return assign_random(graph.num_nodes, parts, seed)
-    return assign_metis(graph, parts, seed, max_entries)
+    return assign_metis(graph, parts, seed, max_entries, weights)
 
 
 def _gather_rows(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -238,7 +245,7 @@ def write_plan(dataset, assignment, out, *, method: str = "custom", seed: int = 
 
 
 def partition_dataset(dataset, parts: int, out, method: str = "metis", seed: int = 0,
-                      max_entries: int = 1 << 25) -> PartitionPlan:
+                      max_entries: int = 1 << 25, weights: str = "degree") -> PartitionPlan:
     """Assign with ``method`` and write the plan folder."""
-    return write_plan(dataset, assign(dataset.graph, parts, method, seed, max_entries), out,
-                      method=method, seed=seed)
+    return write_plan(dataset, assign(dataset.graph, parts, method, seed, max_entries, weights),
+                      out, method=method if method != "metis" else f"metis/{weights}", seed=seed)
