@@ -26,9 +26,9 @@ def test_bench_spmm_json(capsys):
 def test_bench_step_json(capsys):
     assert main(["bench", "step", "--dataset", "kronecker:10:4", "--size-subgraph", "300",
                  "--size-frontier", "50", "--hidden", "32", "--repeat", "1"]) == 0
-    model, fused = _lines(capsys)
-    assert (model["tail"], fused["tail"]) == ("model", "fused")
-    for r in (model, fused):
+    model, plain = _lines(capsys)
+    assert (model["tail"], plain["tail"]) == ("model", "torch")
+    for r in (model, plain):
         assert r["gemm_calls"] > 0 and r["spmm_ms"] > 0
         assert r["iteration_ms"] == pytest.approx(r["gemm_alone_ms"] + r["spmm_ms"] + r["other_ms"])
 
