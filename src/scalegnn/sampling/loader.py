@@ -147,12 +147,12 @@ class GraphSAINTLoader:
                      meta={"stream_index": stream_index})
 
     # -------------------------------------------------------------- shutdown
-    def close(self):
-        """Stop the background producer (idempotent)."""
+    def close(self, timeout: float = 10.0):
+        """Stop the background producer and join it for up to ``timeout`` s (idempotent)."""
         self._closed = True
         if self._pool is not None:
             self.stats["wait_seconds"] = self._pool.wait_seconds
-            self._pool.close()
+            self._pool.close(timeout)
 
     def __enter__(self):
         return self
@@ -162,6 +162,6 @@ class GraphSAINTLoader:
 
     def __del__(self):
         try:
-            self.close()
+            self.close(timeout=0.0)  # signal only: never block the collecting thread
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
