@@ -170,15 +170,7 @@ def upper_starts(indptr, indices):
     n = indptr.shape[0] - 1
     out = np.empty(n, dtype=np.int64)
     for u in range(n):
-        lo = indptr[u]
-        hi = indptr[u + 1]
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if indices[mid] < u:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[u] = lo
+        out[u] = indptr[u] + np.searchsorted(indices[indptr[u]:indptr[u + 1]], u)
     return out
 
 

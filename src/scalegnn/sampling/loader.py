@@ -25,13 +25,7 @@ from scalegnn.batch import Batch
 from scalegnn.errors import ConfigError
 from scalegnn.sampling.normalization import Normalization
 from scalegnn.sampling.pool import BatchPool
-from scalegnn.sampling.samplers import Subgraph, make_sampler
-
-
-def _nonneg_int(name: str, value, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+from scalegnn.sampling.samplers import Subgraph, check_int, make_sampler
 
 
 class GraphSAINTLoader:
@@ -52,10 +46,10 @@ class GraphSAINTLoader:
         self.dataset = dataset
         self.transductive = bool(transductive)
         self.seed = int(seed)
-        self.pool_depth = _nonneg_int("pool_depth", pool_depth)
-        self.clip_multiple = _nonneg_int("clip_multiple", clip_multiple)
+        self.pool_depth = check_int("pool_depth", pool_depth, 0)
+        self.clip_multiple = check_int("clip_multiple", clip_multiple, 0)
         if num_threads is not None:
-            _nonneg_int("num_threads", num_threads, 1)
+            check_int("num_threads", num_threads, 1)
         self.num_threads = num_threads
         train_idx = np.asarray(dataset.train_idx, dtype=np.int64)
         if self.transductive:

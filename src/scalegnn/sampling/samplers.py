@@ -61,12 +61,17 @@ def stream_seeds(seed: int, start: int, count: int) -> np.ndarray:
     return (z >> np.uint64(32)).astype(np.int64)
 
 
-def _positive_int(sampler: str, key: str, value, minimum: int = 1) -> int:
+def check_int(what: str, value, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum`` (integral floats from YAML accepted), else a
+    ConfigError naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)) or \
             (isinstance(value, float) and not value.is_integer()) or value < minimum:
-        raise ConfigError(f"sampler '{sampler}': {key} must be an integer >= {minimum}, "
-                          f"got {value!r}")
+        raise ConfigError(f"{what} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def _positive_int(sampler: str, key: str, value, minimum: int = 1) -> int:
+    return check_int(f"sampler '{sampler}': {key}", value, minimum)
 
 
 class Sampler:
@@ -134,9 +139,8 @@ class Sampler:
         count = int(count)
         if count <= 0:
             return []
-        threads = numba.config.NUMBA_NUM_THREADS if num_threads is None else int(num_threads)
-        if threads < 1:
-            raise ConfigError(f"num_threads must be >= 1, got {num_threads}")
+        threads = numba.config.NUMBA_NUM_THREADS if num_threads is None else \
+            check_int("num_threads", num_threads)
         clip = _positive_int(self.name, "clip_multiple", clip_multiple, minimum=0)
         seeds = stream_seeds(seed, start, count)
         with_data = edge_values is not None or row_scale is not None
