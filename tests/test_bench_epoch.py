@@ -12,7 +12,7 @@ from scalegnn.errors import ConfigError
 
 TINY = ["--scale", "10", "--edge-factor", "4", "--features", "8", "--labels", "5",
         "--set", "network.dim=16", "--set", "phase.num_root=60",
-        "--set", "params.sample_coverage=4", "--threads", "1"]
+        "--set", "params.sample_coverage=4", "--threads", "1", "--omp-wait", "inherit"]
 
 
 def _args(argv):
@@ -84,6 +84,14 @@ def test_fresh_skips_presampled(capsys, folder):
     assert recs[0]["presampled_batches"] == 0 and recs[-1]["fresh"] is True
     recs = _run(capsys, TINY + ["--data", str(folder), "--epochs", "1"])
     assert recs[0]["presampled_batches"] == recs[0]["iterations"]   # coverage 4 > 1 epoch
+
+
+def test_omp_wait_policy_runs_in_a_child(capsys, folder, monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    argv = [a for a in TINY if a not in ("--omp-wait", "inherit")]
+    recs = _run(capsys, argv + ["--data", str(folder), "--epochs", "1", "--omp-wait", "passive"])
+    assert recs[-1]["summary"] and recs[-1]["omp_wait_policy"] == "PASSIVE"
+    assert recs[0]["epoch"] == 0 and recs[0]["iterations"] >= 1
 
 
 def test_bad_arguments_are_config_errors(folder):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from scalegnn.nn.dropout import FastDropout
 from scalegnn.ops import SparseAdj, spmm
 from scalegnn.ops.fused import FUSED_ACTS, bias_act_norm
 
@@ -58,7 +59,7 @@ class SAINTLayer(nn.Module):
         # the fused tail takes an activation by name ("I" is GraphSAINT's spelling of identity)
         self._fused_act = {"I": "identity"}.get(act, act) if act in FUSED_ACTS + ("I",) \
             else self.act
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = FastDropout(dropout)   # nn.Dropout semantics, one parallel pass
         self.weights = nn.ParameterList(
             [nn.Parameter(torch.empty(in_dim, out_dim)) for _ in range(order + 1)])
         self.biases = nn.ParameterList(
@@ -90,7 +91,9 @@ class SAINTLayer(nn.Module):
         The product is associated by the narrower side: when ``out_dim < in_dim`` it computes
         ``Â^o (X W_o)``, else ``(Â^o X) W_o``.
         """
-        terms = [x[:num_rows] @ self.weights[0]]
+        # a full-length slice still costs a zero-fill + copy in backward: skip it when it is one
+        own = x if num_rows == x.shape[0] else x[:num_rows]
+        terms = [own @ self.weights[0]]
         if self.order == 0:
             return terms
         narrow_first = self.out_dim < self.in_dim

@@ -1,0 +1,61 @@
+"""FastDropout: the counter-based mask against its pure-Python reference, gradients, seeds,
+thread-count independence, and nn.Dropout semantics where the kernel does not apply."""
+
+import numba
+import numpy as np
+import pytest
+import torch
+
+from scalegnn.nn.dropout import FastDropout, _Dropout, dropout_mask_reference, fast_dropout
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (37, 53), (64, 129)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_values_match_reference_mask(shape, dtype):
+    x = torch.randn(*shape, dtype=dtype)
+    y = _Dropout.apply(x, 0.3, 987654321)
+    keep = torch.from_numpy(dropout_mask_reference(x.numel(), 0.3, 987654321).reshape(shape))
+    expect = torch.where(keep, x * (1 / 0.7), torch.zeros((), dtype=dtype))
+    torch.testing.assert_close(y, expect)
+
+
+def test_gradient_is_mask_over_keep_probability():
+    x = torch.randn(20, 31, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: _Dropout.apply(t, 0.25, 42), (x,))
+
+
+def test_keep_fraction_and_mean_preserved():
+    x = torch.ones(400_000)
+    y = fast_dropout(x, 0.1, key=5)
+    kept = (y != 0).double().mean().item()
+    assert abs(kept - 0.9) < 4 * np.sqrt(0.09 / x.numel())
+    assert abs(y.double().mean().item() - 1.0) < 0.01
+
+
+def test_same_seed_same_mask_any_thread_count():
+    x = torch.randn(300, 257)
+    outs = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        prev = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            torch.manual_seed(11)
+            outs.append(fast_dropout(x, 0.5))
+        finally:
+            numba.set_num_threads(prev)
+    torch.manual_seed(12)
+    other = fast_dropout(x, 0.5)
+    assert torch.equal(outs[0], outs[1]) and not torch.equal(outs[0], other)
+
+
+def test_module_semantics():
+    m = FastDropout(0.2)
+    x = torch.randn(50, 40)
+    m.eval()
+    assert torch.equal(m(x), x)                          # eval: identity
+    m.train()
+    assert not torch.equal(m(x), x)
+    assert torch.equal(FastDropout(0.0)(x), x)            # p = 0: identity
+    xh = x.to(torch.bfloat16)                             # other dtypes: torch's dropout
+    assert m(xh).dtype == torch.bfloat16
+    assert isinstance(m, torch.nn.Dropout) and m.state_dict() == {}
