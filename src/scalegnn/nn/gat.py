@@ -18,21 +18,29 @@ rows of a rectangular ``Â`` are its first columns), so the self loop of row ``v
 ``v``; stored diagonal entries are dropped in favour of that one self term.
 
 Softmax is a segment softmax over each row's entries with the row maximum subtracted (a
-constant shift per row: same values, no overflow). With autograd on, the aggregation gathers
-``z_u`` per entry and sums with ``index_add_`` (memory: entries × heads × out_dim), so gradients
-flow into the attention; under ``torch.no_grad()`` (full-graph evaluation) it runs one SpMM per
-head with the attention as the values of a SparseAdj sharing ``Â``'s pattern.
+constant shift per row: same values, no overflow). The aggregation ``Σ_u α_vu z_u`` is
+:func:`attention_spmm`: on host float tensors one SpMM per head with the attention as the values
+of a SparseAdj sharing ``Â``'s pattern (the kernels of :mod:`scalegnn.ops.spmm`), backward
+``g_z = Attᵀ g`` (SpMM over the transposed pattern, attention permuted) and
+``g_α_vu = g_v · z_u`` (SDDMM, one head at a time); elsewhere (CUDA, other dtypes) a gather +
+``index_add`` that keeps entries × heads × out_dim values for autograd.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from scalegnn.graph import Graph
 from scalegnn.nn.tail import LayerTail
-from scalegnn.ops import SparseAdj, spmm
+from scalegnn.ops import SparseAdj
+from scalegnn.ops.spmm import spmm_forward
+
+_TRANSPOSES = weakref.WeakKeyDictionary()   # SparseAdj -> (transposed pattern, value permutation)
 
 
 def edge_rows(adj: SparseAdj, device=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -112,22 +120,69 @@ class GATLayer(nn.Module):
         n = adj.num_rows
         z = (self.dropout(x) @ self.weight).view(-1, self.heads, self.out_dim)
         alpha, alpha_self, rows, cols = self.attention(z, adj)
-        if torch.is_grad_enabled():
-            out = z.new_zeros(n, self.heads, self.out_dim)
-            out = out.index_add(0, rows, alpha[:, :, None] * z[cols])
-        else:
-            out = torch.stack([self._spmm_head(adj, alpha[:, k], z[:, k]) for k in
-                               range(self.heads)], dim=1)
+        out = attention_spmm(adj, alpha, z, rows, cols)
         if alpha_self is not None:
             out = out + alpha_self[:, :, None] * z[:n]
         out = out.reshape(n, -1) if self.concat else out.mean(dim=1)
         return self.tail(out)
 
-    @staticmethod
-    def _spmm_head(adj: SparseAdj, alpha: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        att = SparseAdj(adj.indptr, adj.indices, alpha.detach().cpu().numpy(), adj.num_cols)
-        return spmm(att, z.contiguous())
-
     def extra_repr(self) -> str:
         return (f"{self.in_dim}, {self.out_dim}, heads={self.heads}, concat={self.concat}, "
                 f"self_loops={self.self_loops}")
+
+
+def _transpose_of(adj: SparseAdj):
+    """(transposed pattern as a Graph, perm with ``values_T = values[perm]``), cached per adj."""
+    if adj not in _TRANSPOSES:
+        perm = np.arange(adj.nnz, dtype=np.int64)
+        _TRANSPOSES[adj] = Graph(adj.indptr, adj.indices, adj.num_cols, perm,
+                                 validate=False).transpose()
+    gt = _TRANSPOSES[adj]
+    return gt, gt.data
+
+
+def _head_adj(indptr, indices, values: torch.Tensor, num_cols: int) -> SparseAdj:
+    return SparseAdj(indptr, indices, values.detach().contiguous().numpy(), num_cols)
+
+
+class _AttentionSpMM(torch.autograd.Function):
+    """``out[:, k] = Att_k z[:, k]`` per head, Att_k = ``Â``'s pattern with values ``alpha[:, k]``."""
+
+    @staticmethod
+    def forward(ctx, alpha, z, adj, rows, cols):
+        ctx.save_for_backward(alpha, z)
+        ctx.adj, ctx.rows, ctx.cols = adj, rows, cols
+        heads = z.shape[1]
+        return torch.stack([spmm_forward(_head_adj(adj.indptr, adj.indices, alpha[:, k],
+                                                   adj.num_cols), z[:, k].contiguous())
+                            for k in range(heads)], dim=1)
+
+    @staticmethod
+    def backward(ctx, g):
+        alpha, z = ctx.saved_tensors
+        adj, rows, cols = ctx.adj, ctx.rows, ctx.cols
+        heads = z.shape[1]
+        g_alpha = g_z = None
+        if ctx.needs_input_grad[0]:      # SDDMM g_α[e] = g[row_e] · z[col_e], one head at a time
+            g_alpha = torch.stack([(g[:, k][rows] * z[:, k][cols]).sum(-1) for k in range(heads)],
+                                  dim=1)
+        if ctx.needs_input_grad[1]:      # Attᵀ g over the transposed pattern
+            gt, perm = _transpose_of(adj)
+            perm = torch.from_numpy(perm)
+            g_z = torch.stack([spmm_forward(_head_adj(gt.indptr, gt.indices, alpha[perm, k],
+                                                      adj.num_rows), g[:, k].contiguous())
+                               for k in range(heads)], dim=1)
+        return g_alpha, g_z, None, None, None
+
+
+def attention_spmm(adj: SparseAdj, alpha: torch.Tensor, z: torch.Tensor, rows: torch.Tensor,
+                   cols: torch.Tensor, kernel: str = "auto") -> torch.Tensor:
+    """``out[v, k] = Σ_e∈row v alpha[e, k] · z[cols[e], k]`` (rows x heads x f), differentiable
+    in ``alpha`` (entries x heads) and ``z`` (cols x heads x f). ``kernel='auto'``: SpMM kernels
+    on host float32/float64 tensors, else (or ``'torch'``) gather + ``index_add``."""
+    host = (z.device.type == "cpu" and alpha.device.type == "cpu"
+            and z.dtype in (torch.float32, torch.float64) and alpha.dtype == z.dtype)
+    if kernel == "auto" and host:
+        return _AttentionSpMM.apply(alpha, z, adj, rows, cols)
+    out = z.new_zeros(adj.num_rows, z.shape[1], z.shape[2])
+    return out.index_add(0, rows, alpha[:, :, None] * z[cols])
