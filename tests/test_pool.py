@@ -10,7 +10,7 @@ import pytest
 
 from scalegnn.data import Dataset
 from scalegnn.graph import Graph
-from scalegnn.sampling import GraphSAINTLoader, make_sampler
+from scalegnn.sampling import GraphSAINTLoader, Sampler, make_sampler
 from scalegnn.sampling.pool import BatchPool, PoolClosed
 
 
@@ -134,7 +134,8 @@ def _rss_mb():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
-def test_no_memory_growth_over_10000_subgraphs():
+def test_no_memory_growth_over_10000_subgraphs(monkeypatch):
+    monkeypatch.setattr(Sampler, "MIN_WORK", 1)  # the 2-worker path, on a small graph
     rng = np.random.default_rng(0)
     n = 3000
     g = Graph.from_edges(rng.integers(0, n, 15000), rng.integers(0, n, 15000), n)

@@ -9,7 +9,7 @@ import torch
 from scalegnn.data import Dataset
 from scalegnn.errors import ConfigError
 from scalegnn.graph import Graph
-from scalegnn.sampling import GraphSAINTLoader
+from scalegnn.sampling import GraphSAINTLoader, Sampler
 
 
 def tiny_dataset(n=400, m=2400, multilabel=False, seed=0):
@@ -74,7 +74,8 @@ def test_transductive_batches_and_multilabel():
             assert b.y.dtype == torch.float32
 
 
-def test_stream_is_identical_across_threads_and_pool_depth():
+def test_stream_is_identical_across_threads_and_pool_depth(monkeypatch):
+    monkeypatch.setattr(Sampler, "MIN_WORK", 1)  # really use 2 workers on this small graph
     ds = tiny_dataset(seed=5)
     kw = dict(coverage=1, seed=9)
     outs = []

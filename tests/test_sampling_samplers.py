@@ -6,7 +6,7 @@ from scipy import stats
 
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
-from scalegnn.sampling import SAMPLERS, make_sampler
+from scalegnn.sampling import SAMPLERS, Sampler, make_sampler
 from scalegnn.sampling import _kernels as K
 from scalegnn.sampling import reference as R
 
@@ -80,7 +80,8 @@ def test_edge_values_and_row_scale_in_the_same_pass():
 
 
 @pytest.mark.parametrize("name", list(SAMPLERS))
-def test_deterministic_across_threads_and_chunks(name):
+def test_deterministic_across_threads_and_chunks(name, monkeypatch):
+    monkeypatch.setattr(Sampler, "MIN_WORK", 1)  # really use 2 workers on this small graph
     g = random_graph(seed=4)
     s = make_sampler(name, g, np.arange(0, g.num_nodes, 2), BUDGETS[name])
     a = s.sample(6, seed=11, num_threads=1)

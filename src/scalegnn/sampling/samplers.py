@@ -150,7 +150,11 @@ class Sampler:
         if scale.size and scale.shape != (self.graph.num_nodes,):
             raise ConfigError(f"row_scale has shape {scale.shape}, expected "
                               f"({self.graph.num_nodes},)")
-        workers = min(threads, count)
+        # a parallel launch costs far more than a tiny subgraph (and much more on a loaded
+        # machine): give each worker at least MIN_WORK (~node + edge entries) or run serially.
+        # Results do not depend on the worker count.
+        work = count * (self.cap + self._mean_edges)
+        workers = int(min(threads, count, max(1, work // self.MIN_WORK)))
         # groups whose output arrays stay small enough (GROUP_BYTES, from the running mean
         # subgraph size) for malloc to recycle them: large fresh mmaps cost a page fault per
         # 4 KiB; but not so small that the per-group kernel launches dominate
@@ -159,7 +163,7 @@ class Sampler:
         subs: list[Subgraph] = []
         with self._lock:  # the per-worker scratch maps are shared state
             prev = numba.get_num_threads()
-            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))
             try:
                 bits, mark = self._scratch(workers)
                 for g0 in range(0, count, group):
@@ -170,6 +174,7 @@ class Sampler:
         return subs
 
     GROUP_BYTES = 32 << 20
+    MIN_WORK = 100_000
 
     def _sample_group(self, seeds, clip, bits, mark, vals, vals_rev, scale, with_data):
         count = seeds.shape[0]
