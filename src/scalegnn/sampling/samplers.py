@@ -159,7 +159,7 @@ class Sampler:
         # subgraph size) for malloc to recycle them: large fresh mmaps cost a page fault per
         # 4 KiB; but not so small that the per-group kernel launches dominate
         per_sub = 28.0 * self._mean_edges + 16.0 * self.cap + 1.0
-        group = max(int(self.GROUP_BYTES / per_sub), 2 * workers, 4)
+        group = max(int(self.GROUP_BYTES / per_sub), 4 * workers, 4)
         subs: list[Subgraph] = []
         with self._lock:  # the per-worker scratch maps are shared state
             prev = numba.get_num_threads()
