@@ -46,6 +46,9 @@ def add_arguments(p):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--flush-denormal", action="store_true",
+                   help="torch.set_flush_denormal(True) first: Adam's second moments of tiny "
+                        "gradients are denormal, and sqrt/div of denormals is ~100x slower on x86")
     p.add_argument("--tail", choices=["model", "torch", "both"], default="both",
                    help="layer tail: the model's (fused), plain torch ops, or both")
 
@@ -146,11 +149,21 @@ def _time_gemms(step, repeat, dtype):
 
 
 def run(args) -> int:
-    from scalegnn.data import load_dataset
-    from scalegnn.nn import build_model
     torch.set_num_threads(args.threads)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     torch.manual_seed(args.seed)
+    if args.flush_denormal:
+        torch.set_flush_denormal(True)
+    try:
+        return _run(args)
+    finally:
+        if args.flush_denormal:
+            torch.set_flush_denormal(False)
+
+
+def _run(args) -> int:
+    from scalegnn.data import load_dataset
+    from scalegnn.nn import build_model
     t0 = time.perf_counter()
     ds = load_dataset(args.dataset, seed=args.seed)
     subs = _subgraph_adjs(ds, args)
@@ -192,6 +205,7 @@ def run(args) -> int:
         print(json.dumps({
             "bench": "step", "tail": tail, "dataset": args.dataset, "arch": args.arch,
             "hidden": args.hidden, "threads": num_threads(), "repeat": len(iters),
+            "flush_denormal": bool(args.flush_denormal),
             "subgraph_nodes_median": float(np.median([a.num_rows for _, a in subs[1:]])),
             "subgraph_edges_median": float(np.median([a.nnz for _, a in subs[1:]])),
             "iteration_ms": it, "gemm_alone_ms": gemm_ms, "spmm_ms": sp,
