@@ -25,12 +25,17 @@ follows a row after its first misses. The slow reference is :func:`spmm_referenc
 import numba as nb
 import numpy as np
 from llvmlite import ir
+from llvmlite.binding import llvm_version_info
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 # Only flags that keep IEEE semantics for NaN/inf: 'contract' lets LLVM fuse a*x+y into FMA.
 _FM = {"contract", "nsz"}
 _JIT = dict(nogil=True, cache=True, fastmath=_FM, boundscheck=False)
+
+
+# the intrinsic is overloaded on the pointer type: "p0" once LLVM pointers are opaque (17+)
+_PREFETCH = "llvm.prefetch.p0" if tuple(llvm_version_info) >= (17,) else "llvm.prefetch.p0i8"
 
 
 @intrinsic
@@ -45,7 +50,7 @@ def _prefetch(typingctx, arr, idx):
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _PREFETCH)
         builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
 
