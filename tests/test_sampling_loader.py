@@ -53,7 +53,7 @@ def test_inductive_batches(sampler, params):
     ds = tiny_dataset()
     with GraphSAINTLoader(ds, sampler, params, coverage=2, seed=3, num_threads=2) as L:
         n_pre = L.stats["presampled"]
-        assert len(L) == math.ceil(240 / L.sampler.expected_size)
+        assert len(L) == math.ceil(240 / L.sampler.size_budget)
         bs = batches(L, n_pre + 5)
         assert [b.meta["stream_index"] for b in bs] == list(range(n_pre + 5))
         for b in bs[n_pre - 2:]:  # the last pre-sampled ones and fresh ones from the pool

@@ -68,7 +68,7 @@ class GraphSAINTLoader:
         self._presampled: list[Subgraph | None] = presampled
         self._next_presampled = 0
         self._next_stream = self.norm.num_subgraphs  # stream index of the next fresh one
-        self._len = max(1, math.ceil(train_idx.size / max(self.sampler.expected_size, 1.0)))
+        self._len = max(1, math.ceil(train_idx.size / max(self.sampler.size_budget, 1.0)))
         self._chunk = max(4 * (num_threads or 2), self.pool_depth, 1)
         self._pool: BatchPool | None = None
         self._closed = False

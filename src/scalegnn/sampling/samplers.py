@@ -115,7 +115,9 @@ class Sampler:
 
     # -------------------------------------------------------------- to override
     def _setup(self):
-        """Validate the budget, precompute tables, set ``expected_size`` and ``cap``."""
+        """Validate the budget, precompute tables, set ``expected_size``, ``cap`` and
+        ``size_budget`` (GraphSAINT's ``size_subg_budget``: node/mrw n, edge 2m, rw r·h, which
+        sets the epoch length ceil(|V_train| / size_budget) exactly as the reference does)."""
         raise NotImplementedError
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
@@ -249,6 +251,7 @@ class NodeSampler(Sampler):
         p = deg / deg.sum()
         self.expected_size = float(np.sum(-np.expm1(self.n * np.log1p(-np.minimum(p, 1 - 1e-16)))))
         self.cap = self.n
+        self.size_budget = float(self.n)
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
         K.sample_node(self.graph.indptr, self.graph.indices, self._upper, self.nodes, self.prob,
@@ -281,6 +284,7 @@ class EdgeSampler(Sampler):
         q = q[q > 0]
         self.expected_size = float(np.sum(-np.expm1(self.m * np.log1p(-np.minimum(q, 1 - 1e-16)))))
         self.cap = 2 * self.m
+        self.size_budget = float(2 * self.m)
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
         K.sample_edge(self.graph.indptr, self.graph.indices, self._upper, self.eu, self.ev,
@@ -299,6 +303,7 @@ class RandomWalkSampler(Sampler):
         self.r = _positive_int(self.name, "num_root", self.budget["num_root"])
         self.h = _positive_int(self.name, "depth", self.budget["depth"], minimum=0)
         self.cap = self.r * (self.h + 1)
+        self.size_budget = float(self.r * max(self.h, 1))
         self.expected_size = float(min(self.cap, self.graph.num_nodes))
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
@@ -331,6 +336,7 @@ class FrontierSampler(Sampler):
                               f"{self.nodes.size} nodes to sample from")
         self.db_size = int(math.ceil(self.eta * self.m * max(self._frontier_degree(), 1.0)))
         self.cap = self.n
+        self.size_budget = float(self.n)
         self.expected_size = float(min(self.n, self.graph.num_nodes))
 
     def _frontier_degree(self) -> float:
@@ -369,6 +375,7 @@ class FullSampler(Sampler):
 
     def _setup(self):
         self.cap = self.nodes.size
+        self.size_budget = float(self.nodes.size)
         self.expected_size = float(self.nodes.size)
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
