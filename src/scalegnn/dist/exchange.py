@@ -172,8 +172,19 @@ class BoundaryExchange:
         self._set_state({j: full_rows[j][idx_in[j]] for j in self.send_peers},
                         {j: int(kept_pos[j].shape[0]) for j in self.recv_peers})
         self.stats.comm_s += time.perf_counter() - t0   # the rebuild below is local compute
+        self._release_sampled()
         self.adj = self._build_adj(keep, p)
         self.split = split_adj(self.adj, self.n_in)
+
+    def _release_sampled(self):
+        """Free the previous epoch's adjacencies now: a SparseAdj and its cached transpose
+        point at each other, a cycle that refcounting never frees (and the cyclic GC rarely
+        runs here, so sampled matrices piled up epoch after epoch)."""
+        full = (self.full_adj, *self.full_split)
+        for a in (self.adj, *self.split):
+            if all(a is not f for f in full):
+                a._t = None
+                a._torch.clear()
 
     @property
     def num_kept(self) -> int:
