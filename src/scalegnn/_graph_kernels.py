@@ -11,23 +11,21 @@ _JIT = dict(nogil=True, cache=True)
 
 
 @nb.njit(**_JIT)
-def count_degrees(src, dst, n, symmetrize):
-    """Out-degree counts (before dedup) of the CSR built from (src, dst) [+ (dst, src)]."""
-    counts = np.zeros(n + 1, dtype=np.int64)
+def add_degree_counts(src, dst, counts, symmetrize):
+    """counts[u + 1] += 1 for each (u, v) [and counts[v + 1] += 1 when symmetrizing].
+
+    Called once per edge chunk, so a CSR can be built from a stream of chunks; a prefix sum
+    of ``counts`` then gives the row pointers.
+    """
     for e in range(src.shape[0]):
         counts[src[e] + 1] += 1
         if symmetrize:
             counts[dst[e] + 1] += 1
-    for i in range(n):
-        counts[i + 1] += counts[i]
-    return counts
 
 
 @nb.njit(**_JIT)
-def scatter_edges(src, dst, indptr, indices, symmetrize):
-    """Counting-sort scatter of the edge list into ``indices`` given the row pointers."""
-    n = indptr.shape[0] - 1
-    cursor = indptr[:n].copy()
+def scatter_with_cursor(src, dst, cursor, indices, symmetrize):
+    """Counting-sort scatter; ``cursor[u]`` is the next free slot of row u (advanced here)."""
     for e in range(src.shape[0]):
         u = src[e]
         v = dst[e]

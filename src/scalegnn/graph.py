@@ -83,9 +83,11 @@ class Graph:
             num_nodes = hi + 1
         elif hi >= num_nodes:
             raise GraphError(f"{name}: node id {hi} out of range for {num_nodes} nodes")
-        indptr = K.count_degrees(src, dst, num_nodes, symmetrize)
+        indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+        K.add_degree_counts(src, dst, indptr, symmetrize)
+        np.cumsum(indptr, out=indptr)
         indices = np.empty(indptr[-1], dtype=index_dtype(num_nodes))
-        K.scatter_edges(src, dst, indptr, indices, symmetrize)
+        K.scatter_with_cursor(src, dst, indptr[:-1].copy(), indices, symmetrize)
         g = cls(indptr, indices, num_nodes, validate=False)
         return g._sorted_inplace(deduplicate, remove_self_loops)
 

@@ -15,31 +15,10 @@ import numba as nb
 import numpy as np
 
 from scalegnn import _graph_kernels as K
+from scalegnn._graph_kernels import add_degree_counts, scatter_with_cursor
 from scalegnn.graph import Graph, index_dtype
 
 _JIT = dict(nogil=True, cache=True)
-
-
-@nb.njit(**_JIT)
-def add_degree_counts(src, dst, counts, symmetrize):
-    """counts[u + 1] += 1 for each (u, v) [and counts[v + 1] += 1 when symmetrizing]."""
-    for e in range(src.shape[0]):
-        counts[src[e] + 1] += 1
-        if symmetrize:
-            counts[dst[e] + 1] += 1
-
-
-@nb.njit(**_JIT)
-def scatter_with_cursor(src, dst, cursor, indices, symmetrize):
-    """Counting-sort scatter; ``cursor[u]`` is the next free slot of row u (advanced here)."""
-    for e in range(src.shape[0]):
-        u = src[e]
-        v = dst[e]
-        indices[cursor[u]] = v
-        cursor[u] += 1
-        if symmetrize:
-            indices[cursor[v]] = u
-            cursor[v] += 1
 
 
 @nb.njit(**_JIT)
