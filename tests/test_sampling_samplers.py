@@ -67,6 +67,23 @@ def test_induced_csr_matches_graph_reference(name):
         assert (dense.T != dense_t).nnz == 0
 
 
+def test_ids_are_int32_and_usable_by_consumers():
+    """Parent edge ids / transpose perm are written as int32 (half the bytes); gathering by
+    them (edge multipliers, data[perm]) gives the same as int64 ids."""
+    g = random_graph()
+    s = make_sampler("rw", g, np.arange(g.num_nodes), BUDGETS["rw"])
+    vals = np.random.default_rng(1).random(g.num_edges).astype(np.float32)
+    for sub in s.sample(3, seed=4, edge_values=vals):
+        assert sub.edge_ids.dtype == np.int32 and sub.transpose_perm.dtype == np.int32
+        d = sub.graph.data
+        np.testing.assert_array_equal(d[sub.transpose_perm],
+                                      d[sub.transpose_perm.astype(np.int64)])
+        np.testing.assert_array_equal(vals[sub.edge_ids], vals[sub.edge_ids.astype(np.int64)])
+        counts = np.zeros(g.num_edges, dtype=np.int64)
+        K.add_counts(counts, sub.edge_ids)
+        np.testing.assert_array_equal(counts, np.bincount(sub.edge_ids, minlength=g.num_edges))
+
+
 def test_edge_values_and_row_scale_in_the_same_pass():
     g = random_graph()
     s = make_sampler("rw", g, np.arange(g.num_nodes), BUDGETS["rw"])

@@ -442,7 +442,9 @@ def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, e
     parent's transpose permutation) and the local transpose permutation (the two positions
     point at each other; journal Alg. 6 without its extra pass). If out_data is non-empty:
     value of (v, u) = edge_values[parent id] (1 if empty) * row_scale[v] (1 if empty);
-    ``edge_values_rev = edge_values[rev]`` so both directions are read sequentially.
+    ``edge_values_rev = edge_values[rev]`` so both directions are read sequentially; the row
+    scales are gathered once per local row, not once per hit. Parent edge
+    ids and the transpose permutation may be int32 (half the bytes written).
     """
     count = nv.shape[0]
     nw = mark.shape[0]
@@ -452,6 +454,7 @@ def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, e
     for w in nb.prange(nw):
         mk = mark[w]
         bt = bits[w]
+        sc = np.empty(nodes_buf.shape[1], dtype=np.float32)  # this worker's row scales
         for i in range(w, count, nw):
             k = nv[i]
             vs = nodes_buf[i]
@@ -464,10 +467,13 @@ def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, e
                 out_nodes[no + j] = vs[j]
                 ip[j + 1] = ip[j] + rc[j]
             cursor = ip[:k].copy()
+            if has_scale:
+                for j in range(k):
+                    sc[j] = row_scale[vs[j]]
             _mark_set(vs, k, bt, mk)
             for j in range(k):
                 u = vs[j]
-                su = row_scale[u] if has_scale else np.float32(1.0)
+                su = sc[j] if has_scale else np.float32(1.0)
                 for e in range(upper[u], indptr[u + 1]):
                     v = indices[e]
                     if not _member(bt, v):
@@ -490,7 +496,7 @@ def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, e
                     out_perm[eo + p] = q
                     out_perm[eo + q] = p
                     if has_data:
-                        sv = row_scale[v] if has_scale else np.float32(1.0)
+                        sv = sc[loc] if has_scale else np.float32(1.0)
                         val = edge_values_rev[e] if has_val else np.float32(1.0)
                         out_data[eo + q] = val * sv
             _mark_clear(vs, k, bt, mk)

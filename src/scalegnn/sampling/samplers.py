@@ -31,9 +31,10 @@ class Subgraph:
     graph: Graph
     """Local CSR on len(nodes) nodes: sorted rows, symmetric pattern (data: edge values if asked)."""
     edge_ids: np.ndarray
-    """int64, parent edge id (position in the sampled-from graph) of each local edge."""
+    """Parent edge id (position in the sampled-from graph) of each local edge; int32 when the
+    parent has < 2^31 edges (fewer bytes to write and to gather by), else int64."""
     transpose_perm: np.ndarray
-    """int64, data_T = data[transpose_perm] (journal Alg. 6)."""
+    """data_T = data[transpose_perm] (journal Alg. 6); int32 (int64 past 2^31 local edges)."""
 
     @property
     def num_nodes(self) -> int:
@@ -110,7 +111,9 @@ class Sampler:
         # induction scans upper row halves and mirrors each hit (see _kernels.fill_induced)
         self._upper = K.upper_starts(graph.indptr, graph.indices)
         rev = graph.transpose_permutation()
-        self._rev = rev.astype(np.int32) if graph.num_edges <= np.iinfo(np.int32).max else rev
+        small = graph.num_edges <= np.iinfo(np.int32).max
+        self._rev = rev.astype(np.int32) if small else rev
+        self._id_dtype = np.int32 if small else np.int64
         self._setup()
 
     # -------------------------------------------------------------- to override
@@ -194,8 +197,9 @@ class Sampler:
         out_nodes = np.empty(tot_v, dtype=np.int64)
         out_indptr = np.empty(tot_v + count, dtype=np.int64)
         out_indices = np.empty(tot_e, dtype=np.int32)
-        out_eids = np.empty(tot_e, dtype=np.int64)
-        out_perm = np.empty(tot_e, dtype=np.int64)
+        out_eids = np.empty(tot_e, dtype=self._id_dtype)
+        perm_dtype = np.int32 if int(ne.max()) <= np.iinfo(np.int32).max else np.int64
+        out_perm = np.empty(tot_e, dtype=perm_dtype)
         out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
         K.fill_induced(self.graph.indptr, self.graph.indices, self._upper, self._rev, nodes_buf,
                        rowcnt, nv, node_off, edge_off, bits, mark, vals, vals_rev, scale,
