@@ -213,7 +213,11 @@ def sample_edge(indptr, indices, upper, eu, ev, prob, alias, m, seeds, clip, bit
 def sample_rw(indptr, indices, upper, nodes, r, h, seeds, clip, bits, mark, nodes_buf, rowcnt,
               nv, ne):
     """RW sampler: r uniform roots from ``nodes``, h uniform-neighbour steps each (a node with no
-    neighbours stays put); V_s = every visited node."""
+    neighbours stays put); V_s = every visited node.
+
+    The r walks advance in lockstep (all roots, then step 1 of every walk, ...): the r row
+    lookups of one step are independent, so their cache misses overlap, where walk-by-walk
+    each step waited on the previous one's miss. buf[s*r + t] = walk t after s steps."""
     count = seeds.shape[0]
     nw = mark.shape[0]
     nn = nodes.shape[0]
@@ -221,17 +225,16 @@ def sample_rw(indptr, indices, upper, nodes, r, h, seeds, clip, bits, mark, node
         for i in range(w, count, nw):
             np.random.seed(seeds[i])
             buf = nodes_buf[i]
-            k = 0
-            for _ in range(r):
-                v = nodes[_randint(nn)]
-                buf[k] = v
-                k += 1
-                for _s in range(h):
+            for t in range(r):
+                buf[t] = nodes[_randint(nn)]
+            for s in range(h):
+                for t in range(s * r, (s + 1) * r):
+                    v = buf[t]
                     d = indptr[v + 1] - indptr[v]
                     if d > 0:
                         v = indices[indptr[v] + _randint(d)]
-                    buf[k] = v
-                    k += 1
+                    buf[t + r] = v
+            k = r * (h + 1)
             _finish(indptr, indices, upper, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
                     ne, i)
 
