@@ -256,12 +256,12 @@ def sample_full(indptr, indices, upper, nodes, seeds, clip, bits, mark, nodes_bu
 
 @nb.njit(parallel=True, **_JIT)
 def sample_frontier(indptr, indices, upper, nodes, m, n, max_deg, eta, db_size, seeds, clip,
-                    bits, mark, nodes_buf, rowcnt, nv, ne):
+                    bits, mark, nodes_buf, rowcnt, nv, ne, db_proto):
     """MRW/frontier sampler, Dashboard implementation (``frontier_dashboard``) per subgraph."""
     count = seeds.shape[0]
     nw = mark.shape[0]
     for w in nb.prange(nw):
-        state = frontier_state(m, n, db_size)  # reused by this worker's subgraphs
+        state = frontier_state(m, n, db_size, db_proto)  # reused by this worker's subgraphs
         for i in range(w, count, nw):
             np.random.seed(seeds[i])
             buf = nodes_buf[i]
@@ -304,11 +304,15 @@ def _uniform_subset(nodes, m, buf, mark):
 
 
 @nb.njit(**_JIT)
-def frontier_state(m, n, db_size):
+def frontier_state(m, n, db_size, db_proto):
     """Dashboard arrays: DB, DB for cleanup, IA (start, alive), tiles (node, start, end, IA
-    index), pop trace. Need no clearing between runs: a run only reads what it wrote."""
+    index), pop trace. Need no clearing between runs: a run only reads what it wrote.
+
+    DB holds tile ids in [-1, m) with the dtype of ``db_proto`` (int16 when m < 2^15: DB is
+    eta*m*d entries, ~11 MB as int32 for the PPI budget on R-MAT, and every pop/add writes a
+    node's pins, so halving it halves the Dashboard's memory traffic)."""
     steps = max(n - m, 0)
-    return (np.empty(db_size, dtype=np.int32), np.empty(db_size, dtype=np.int32),
+    return (np.empty(db_size, dtype=db_proto.dtype), np.empty(db_size, dtype=db_proto.dtype),
             np.empty(n + 2, dtype=np.int64), np.empty(n + 2, dtype=np.bool_),
             np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64),
             np.empty(m, dtype=np.int64), np.empty(steps, dtype=np.int64))
@@ -335,8 +339,8 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
     db, db_new, ia_start, ia_alive, t_node, t_start, t_end, t_ia, pops = state
     size = max(db_size, np.int64(eta * init) + 1)  # DB must hold the initial frontier
     if db.shape[0] < size:
-        db = np.empty(size, dtype=np.int32)
-        db_new = np.empty(size, dtype=np.int32)
+        db = np.empty(size, dtype=db.dtype)
+        db_new = np.empty(size, dtype=db.dtype)
     used = 0
     cnt = 0
     for t in range(m):
@@ -421,11 +425,11 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
 
 
 @nb.njit(**_JIT)
-def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, mark):
+def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, mark, db_proto):
     """One Dashboard frontier run with its trace, for tests: (buf[:k], pops[:k-m])."""
     np.random.seed(seed)
     buf = np.empty(n, dtype=np.int64)
-    state = frontier_state(m, n, db_size)
+    state = frontier_state(m, n, db_size, db_proto)
     k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, mark, state)
     return buf[:k].copy(), state[-1][:k - m].copy()
 

@@ -163,7 +163,8 @@ class Sampler:
         # groups whose output arrays stay small enough (GROUP_BYTES, from the running mean
         # subgraph size) for malloc to recycle them: large fresh mmaps cost a page fault per
         # 4 KiB; but not so small that the per-group kernel launches dominate
-        per_sub = 28.0 * self._mean_edges + 16.0 * self.cap + 1.0
+        per_sub = (4.0 + 2 * self._id_dtype().itemsize + 4.0) * self._mean_edges \
+            + 16.0 * self.cap + 1.0
         group = max(int(self.GROUP_BYTES / per_sub), 4 * workers, 4)
         subs: list[Subgraph] = []
         with self._lock:  # the per-worker scratch maps are shared state
@@ -342,6 +343,8 @@ class FrontierSampler(Sampler):
         self.cap = self.n
         self.size_budget = float(self.n)
         self.expected_size = float(min(self.n, self.graph.num_nodes))
+        # Dashboard DB entries are tile ids in [-1, m): int16 where they fit (half the traffic)
+        self._db_proto = np.empty(0, np.int16 if self.m <= np.iinfo(np.int16).max else np.int32)
 
     def _frontier_degree(self) -> float:
         """d of the DB size eta*m*d: the mean pins of a frontier node (journal Table 1).
@@ -359,7 +362,7 @@ class FrontierSampler(Sampler):
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
         K.sample_frontier(self.graph.indptr, self.graph.indices, self._upper, self.nodes, self.m,
                           self.n, self.max_deg, self.eta, self.db_size, seeds, clip, bits, mark,
-                          nodes_buf, rowcnt, nv, ne)
+                          nodes_buf, rowcnt, nv, ne, self._db_proto)
 
     def trace(self, seed: int):
         """(V_s entries in order: m frontier nodes then each added one, popped nodes) of one
@@ -368,7 +371,7 @@ class FrontierSampler(Sampler):
             mark = self._scratch(1)[1][0]
             return K.frontier_trace(self.graph.indptr, self.graph.indices, self.nodes, self.m,
                                     self.n, self.max_deg, self.eta, self.db_size,
-                                    int(stream_seeds(seed, 0, 1)[0]), mark)
+                                    int(stream_seeds(seed, 0, 1)[0]), mark, self._db_proto)
 
 
 class FullSampler(Sampler):
