@@ -129,3 +129,16 @@ def test_huge_degree_node_gets_remaining_slots():
         assert entries.size == 300
         for t, u in enumerate(pops):
             assert entries[10 + t] in g.indices[g.indptr[u]:g.indptr[u + 1]]
+
+
+def test_int16_and_int32_dashboard_give_the_same_run():
+    """The DB dtype (int16 tile ids when size_frontier < 2^15, else int32) changes no draw."""
+    from scalegnn.sampling import _kernels as K
+    g = skewed_graph()
+    s = make_sampler("mrw", g, np.arange(g.num_nodes), {"size_subgraph": 90, "size_frontier": 30})
+    assert s._db_proto.dtype == np.int16
+    mark = np.full(g.num_nodes, -1, dtype=np.int32)
+    runs = [K.frontier_trace(g.indptr, g.indices, s.nodes, s.m, s.n, 0, s.eta, s.db_size, 7,
+                             mark, np.empty(0, dt)) for dt in (np.int16, np.int32)]
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
