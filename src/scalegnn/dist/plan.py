@@ -36,13 +36,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from scalegnn.errors import PlanError
+from scalegnn.io import atomic_save_npy, atomic_write_json, atomic_write_text
 
 FORMAT = "scalegnn-plan/1"
 RANK_FILES = ("inner", "indptr", "indices", "boundary", "owner", "send_ptr", "send_idx",
@@ -51,35 +51,12 @@ RANK_FILES = ("inner", "indptr", "indices", "boundary", "owner", "send_ptr", "se
 
 
 # ---------------------------------------------------------------------------- atomic writes
-def save_npy(path, arr) -> None:
-    """np.save to a temp file in the same folder, then os.replace (readers never see halves)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, np.ascontiguousarray(arr), allow_pickle=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_text(path, text: str) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+save_npy = atomic_save_npy
+write_text = atomic_write_text
 
 
 def write_json(path, obj) -> None:
-    write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+    atomic_write_json(path, obj, indent=1)
 
 
 # ---------------------------------------------------------------------------- fingerprint

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from scalegnn.dist.exchange import BoundaryExchange, peer_error
 from scalegnn.dist.forward import overlapped_forward
 from scalegnn.dist.plan import PartitionPlan, write_json, write_text
 from scalegnn.errors import PlanError
+from scalegnn.io import atomic_open
 from scalegnn.nn.models import build_model
 
 RANK_FIELDS = ("epoch_s", "compute_s", "comm_s", "wait_s", "allreduce_s", "bytes_sent",
@@ -246,14 +246,8 @@ class DistTrainer:
         return summary
 
     def _save_checkpoint(self, out: Path, epoch: int, best: dict):
-        fd, tmp = tempfile.mkstemp(prefix=".checkpoint.", suffix=".tmp", dir=out)
-        os.close(fd)
-        try:
-            torch.save(self.state(epoch, {"best": json.dumps(best)}), tmp)
-            os.replace(tmp, out / "checkpoint.pt")
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with atomic_open(out / "checkpoint.pt", "wb") as f:
+            torch.save(self.state(epoch, {"best": json.dumps(best)}), f)
 
 
 def _yaml(obj) -> str:
