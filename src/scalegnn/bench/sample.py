@@ -4,7 +4,7 @@ One JSON line per (sampler, threads): subgraphs per second (best and median of `
 calls of ``--count`` subgraphs each, CSR + parent edge ids + transpose permutation + edge
 values built, as the loader uses them), process CPU ms per subgraph (all threads; less
 sensitive than wall time to other load on a shared machine), mean nodes and edges per
-subgraph, and the time of
+subgraph, the 1-minute load average at the end of the (sampler, threads) cell, and the time of
 ``Normalization.estimate`` at ``--coverage`` (counting only; subgraphs are not kept).
 Default budgets are the reference PPI ones: rw 3000 roots x 2 hops, edge 4000, node 6000,
 mrw 8000 nodes / 2500 frontier. By default the whole graph is sampled over all its nodes;
@@ -14,6 +14,7 @@ mrw 8000 nodes / 2500 frontier. By default the whole graph is sampled over all i
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 
@@ -114,7 +115,9 @@ def run(args) -> int:
                    "cpu_ms_per_subgraph": round(1e3 * min(cpu), 3),
                    "nodes_per_subgraph": round(float(np.mean(nv)), 1),
                    "edges_per_subgraph": round(float(np.mean(ne)), 1),
-                   "count": args.count, "repeats": args.repeats}
+                   "count": args.count, "repeats": args.repeats,
+                   # the box is shared: thread scaling means little when load > cores
+                   "load_avg_1min": round(os.getloadavg()[0], 2)}
             if first_rate is None:
                 first_rate = max(rates)
             else:
