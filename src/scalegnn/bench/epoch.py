@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from scalegnn.errors import ConfigError
+from scalegnn.threads import set_threads as _set_threads
 
 TARGET_EPOCH_S = 3.0
 TARGET_WAIT_SHARE = 0.10
@@ -122,46 +123,35 @@ def prepare_data(args):
 
 
 def set_threads(n: int) -> int:
-    """Same thread count for torch (GEMM, elementwise) and numba (SpMM, sampler)."""
-    import numba
-    import torch
     if n < 1:
         raise ConfigError(f"--threads: must be >= 1, got {n}")
-    torch.set_num_threads(n)
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-    return n
+    return _set_threads(n)
 
 
 def time_epoch(trainer, loader, epoch: int) -> dict:
-    """Run one epoch of ``loader`` through ``trainer.train_step``; the record of the module
-    docstring."""
+    """Run one epoch of ``loader`` through the trainer's own epoch loop; the record of the
+    module docstring."""
     from scalegnn.ops.spmm import spmm_timer
-    losses, nodes, edges = [], [], []
-    wait = compute = 0.0
-    presampled = 0
+    nodes, edges, presampled = [], [], [0]
+    n_pre = len(_presampled(loader))
+
+    def on_batch(batch):
+        presampled[0] += batch.meta.get("stream_index", -1) < n_pre
+        nodes.append(batch.num_nodes)
+        edges.append(batch.num_edges)
+
     c_start, t_start = time.process_time(), time.perf_counter()
     with spmm_timer() as tm:
-        it = iter(loader)
-        while True:
-            t0 = time.perf_counter()
-            batch = next(it, None)
-            t1 = time.perf_counter()
-            wait += t1 - t0
-            if batch is None:
-                break
-            presampled += batch.meta.get("stream_index", -1) < len(_presampled(loader))
-            nodes.append(batch.num_nodes)
-            edges.append(batch.num_edges)
-            losses.append(trainer.train_step(batch))
-            compute += time.perf_counter() - t1
+        rec = trainer._epoch(epoch, loader, on_batch)
     wall = time.perf_counter() - t_start
     cpu = time.process_time() - c_start
-    return {"bench": "epoch", "epoch": epoch, "wall_s": wall, "iterations": len(losses),
+    wait, compute = rec["sample_s"], rec["compute_s"]
+    return {"bench": "epoch", "epoch": epoch, "wall_s": wall, "iterations": rec["iterations"],
             "wait_s": wait, "compute_s": compute, "other_s": wall - wait - compute,
             "spmm_s": tm["seconds"], "spmm_calls": tm["calls"], "cpu_s": cpu,
             "wait_share": wait / wall if wall > 0 else 0.0,
-            "presampled_batches": int(presampled),
-            "loss": float(np.mean(losses)) if losses else float("nan"),
+            "presampled_batches": int(presampled[0]),
+            "loss": rec["loss"],
             "subgraph_nodes_mean": float(np.mean(nodes)) if nodes else 0.0,
             "subgraph_nodes_min": int(min(nodes)) if nodes else 0,
             "subgraph_nodes_max": int(max(nodes)) if nodes else 0,

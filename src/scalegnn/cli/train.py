@@ -33,21 +33,14 @@ def add_parser(sub):
     r.set_defaults(func=run_report)
 
 
-def _set_threads(n: int):
-    import numba
-    import torch
-    if n > 0:
-        torch.set_num_threads(n)
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-
-
 def run_train(args) -> int:
     from scalegnn.config import Config
     from scalegnn.data import load_dataset
     from scalegnn.errors import ConfigError
+    from scalegnn.threads import set_threads
     from scalegnn.train.trainer import Trainer
 
-    _set_threads(args.threads)
+    set_threads(args.threads)
     if args.resume:
         run_dir = Path(args.resume)
         cfg_path = run_dir / "config.yml"

@@ -163,7 +163,8 @@ class Trainer:
                 loader.close()
         return self._finish(best, totals, time.perf_counter() - t_fit)
 
-    def _epoch(self, epoch: int, loader) -> dict:
+    def _epoch(self, epoch: int, loader, on_batch=None) -> dict:
+        """One pass over ``loader``; ``on_batch(batch)`` (benchmarks) sees each batch first."""
         losses, t_sample, t_compute = [], 0.0, 0.0
         it = iter(loader)
         while True:
@@ -173,6 +174,8 @@ class Trainer:
             t_sample += t1 - t0
             if batch is None:
                 break
+            if on_batch is not None:
+                on_batch(batch)
             losses.append(self.train_step(batch))
             t_compute += time.perf_counter() - t1
         return {"epoch": epoch, "loss": float(np.mean(losses)) if losses else float("nan"),
