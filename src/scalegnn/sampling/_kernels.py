@@ -113,90 +113,77 @@ def _unique_sort_clip(buf, k, clip, mark):
 
 
 @nb.njit(**_JIT)
-def _mark_set(vs, k, bits, mark):
-    """Membership bitmap (fits in L1/L2, so the neighbour scans stay cheap) + local-id map."""
+def _mark_bits(vs, k, bits, on):
+    """Set (on=1) or clear (on=0) the membership bits of vs[:k]. The |V|-bit map fits in
+    L1/L2, so the neighbour scans' lookups stay cheap; clearing whole words is exact since
+    every bit set in them belongs to vs."""
     for j in range(k):
         v = vs[j]
-        bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
-        mark[v] = j
-
-
-@nb.njit(**_JIT)
-def _mark_clear(vs, k, bits, mark):
-    for j in range(k):
-        v = vs[j]
-        bits[v >> 6] = np.uint64(0)
-        mark[v] = -1
+        if on:
+            bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+        else:
+            bits[v >> 6] = np.uint64(0)
 
 
 @nb.njit(**_JIT)
 def _member(bits, v):
-    return (bits[v >> 6] >> np.uint64(v & 63)) & np.uint64(1)
+    """Bit v of the bitmap, for an unsigned v (see ``_scan_range``)."""
+    return (bits[v >> np.uint32(6)] >> np.uint64(v & np.uint32(63))) & np.uint64(1)
 
 
 @nb.njit(inline="always", **_JIT)
-def _prefetch_row(indptr, indices, upper, vs, k, j):
+def _scan_range(a, b):
+    """range(a, b) over unsigned positions. numba wraps every signed index for negative
+    values (a compare and select per access); unsigned loop variables and ids skip that and
+    make the neighbour scans ~1.6x faster. Keep arithmetic on the result unsigned: numba
+    turns uint64 (+) int64 into float64."""
+    return range(np.uint64(a), np.uint64(b))
+
+
+@nb.njit(inline="always", **_JIT)
+def _prefetch_row(indptr, indices, vs, k, j):
     """Scans visit k scattered parent rows, each starting with two dependent cache misses
-    (upper[u], then indices[upper[u]]): prefetch the row bounds 16 rows ahead and the row
+    (indptr[u], then indices[indptr[u]]): prefetch the row bounds 16 rows ahead and the row
     start 8 rows ahead so the misses of different rows overlap."""
     if j + _PF < k:
-        u = vs[j + _PF]
-        _prefetch(upper, u)
-        _prefetch(indptr, u + 1)
+        _prefetch(indptr, vs[j + _PF])
     if j + _PF // 2 < k:
-        u = vs[j + _PF // 2]
-        _prefetch(indices, upper[u])
+        _prefetch(indices, indptr[vs[j + _PF // 2]])
 
 
 _PF = 16
 
 
 @nb.njit(**_JIT)
-def _count_induced(indptr, indices, upper, vs, k, bits, mark, rowcnt):
+def _count_induced(indptr, indices, vs, k, bits, rowcnt):
     """Row lengths (rowcnt[:k]) and edge count of the subgraph induced by vs[:k] (sorted).
 
-    Only the upper part of each parent row (neighbours >= u, from ``upper[u]``) is scanned:
-    a hit (u, v), u < v, counts for both rows, a self loop once. Half the work of a full scan.
-    """
-    _mark_set(vs, k, bits, mark)
-    rowcnt[:k] = 0
+    Scans whole parent rows and adds the membership bit without a branch (a third of the
+    scanned entries hit, so a branch would mispredict often)."""
+    _mark_bits(vs, k, bits, np.uint64(1))
     tot = 0
     for j in range(k):
         u = vs[j]
-        _prefetch_row(indptr, indices, upper, vs, k, j)
-        for e in range(upper[u], indptr[u + 1]):
-            v = indices[e]
-            if _member(bits, v):
-                rowcnt[j] += 1
-                if v != u:
-                    rowcnt[mark[v]] += 1
-                    tot += 2
-                else:
-                    tot += 1
-    _mark_clear(vs, k, bits, mark)
+        _prefetch_row(indptr, indices, vs, k, j)
+        c = np.uint64(0)
+        for e in _scan_range(indptr[u], indptr[u + 1]):
+            c += _member(bits, np.uint32(indices[e]))
+        rowcnt[j] = c
+        tot += rowcnt[j]
+    _mark_bits(vs, k, bits, np.uint64(0))
     return tot
 
 
 @nb.njit(**_JIT)
-def _finish(indptr, indices, upper, buf, k, clip, bits, mark, rowcnt, nv, ne, i):
+def _finish(indptr, indices, buf, k, clip, bits, mark, rowcnt, nv, ne, i):
     u = _unique_sort_clip(buf, k, clip, mark)
     nv[i] = u
-    ne[i] = _count_induced(indptr, indices, upper, buf, u, bits, mark, rowcnt)
-
-
-@nb.njit(**_JIT)
-def upper_starts(indptr, indices):
-    """upper[u] = first position in row u (sorted) whose neighbour is >= u."""
-    n = indptr.shape[0] - 1
-    out = np.empty(n, dtype=np.int64)
-    for u in range(n):
-        out[u] = indptr[u] + np.searchsorted(indices[indptr[u]:indptr[u + 1]], u)
-    return out
+    ne[i] = _count_induced(indptr, indices, buf, u, bits, rowcnt)
 
 
 # ------------------------------------------------------------------ samplers
 @nb.njit(parallel=True, **_JIT)
-def sample_node(indptr, indices, upper, nodes, prob, alias, n, seeds, clip, bits, mark,
+def sample_node(indptr, indices, nodes, prob, alias, n, seeds, clip, bits, mark,
                 nodes_buf, rowcnt, nv, ne):
     """Node sampler: n draws with replacement from ``nodes`` by the alias table (P ∝ deg)."""
     count = seeds.shape[0]
@@ -207,12 +194,12 @@ def sample_node(indptr, indices, upper, nodes, prob, alias, n, seeds, clip, bits
             buf = nodes_buf[i]
             for t in range(n):
                 buf[t] = nodes[_alias_draw(prob, alias)]
-            _finish(indptr, indices, upper, buf, n, clip, bits[w], mark[w], rowcnt[i], nv,
+            _finish(indptr, indices, buf, n, clip, bits[w], mark[w], rowcnt[i], nv,
                     ne, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_edge(indptr, indices, upper, eu, ev, prob, alias, m, seeds, clip, bits, mark,
+def sample_edge(indptr, indices, eu, ev, prob, alias, m, seeds, clip, bits, mark,
                 nodes_buf, rowcnt, nv, ne):
     """Edge sampler: m undirected edges (eu[j], ev[j]) drawn with P ∝ prob table; V_s = ends."""
     count = seeds.shape[0]
@@ -225,12 +212,12 @@ def sample_edge(indptr, indices, upper, eu, ev, prob, alias, m, seeds, clip, bit
                 j = _alias_draw(prob, alias)
                 buf[2 * t] = eu[j]
                 buf[2 * t + 1] = ev[j]
-            _finish(indptr, indices, upper, buf, 2 * m, clip, bits[w], mark[w], rowcnt[i], nv,
+            _finish(indptr, indices, buf, 2 * m, clip, bits[w], mark[w], rowcnt[i], nv,
                     ne, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_rw(indptr, indices, upper, nodes, r, h, seeds, clip, bits, mark, nodes_buf, rowcnt,
+def sample_rw(indptr, indices, nodes, r, h, seeds, clip, bits, mark, nodes_buf, rowcnt,
               nv, ne):
     """RW sampler: r uniform roots from ``nodes``, h uniform-neighbour steps each (a node with no
     neighbours stays put); V_s = every visited node.
@@ -255,12 +242,12 @@ def sample_rw(indptr, indices, upper, nodes, r, h, seeds, clip, bits, mark, node
                         v = indices[indptr[v] + _randint(d)]
                     buf[t + r] = v
             k = r * (h + 1)
-            _finish(indptr, indices, upper, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
+            _finish(indptr, indices, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
                     ne, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_full(indptr, indices, upper, nodes, seeds, clip, bits, mark, nodes_buf, rowcnt,
+def sample_full(indptr, indices, nodes, seeds, clip, bits, mark, nodes_buf, rowcnt,
                 nv, ne):
     """Full 'sampler': V_s = ``nodes`` (clipping, if asked, still applies)."""
     count = seeds.shape[0]
@@ -270,12 +257,12 @@ def sample_full(indptr, indices, upper, nodes, seeds, clip, bits, mark, nodes_bu
             np.random.seed(seeds[i])
             buf = nodes_buf[i]
             buf[:nodes.shape[0]] = nodes
-            _finish(indptr, indices, upper, buf, nodes.shape[0], clip, bits[w], mark[w],
+            _finish(indptr, indices, buf, nodes.shape[0], clip, bits[w], mark[w],
                     rowcnt[i], nv, ne, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_frontier(indptr, indices, upper, nodes, m, n, max_deg, eta, db_size, seeds, clip,
+def sample_frontier(indptr, indices, nodes, m, n, max_deg, eta, db_size, seeds, clip,
                     bits, mark, nodes_buf, rowcnt, nv, ne, db_proto):
     """MRW/frontier sampler, Dashboard implementation (``frontier_dashboard``) per subgraph."""
     count = seeds.shape[0]
@@ -287,7 +274,7 @@ def sample_frontier(indptr, indices, upper, nodes, m, n, max_deg, eta, db_size, 
             buf = nodes_buf[i]
             k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
                                    mark[w], state)
-            _finish(indptr, indices, upper, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
+            _finish(indptr, indices, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
                     ne, i)
 
 
@@ -456,22 +443,21 @@ def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, ma
 
 # ------------------------------------------------------------------ induction
 @nb.njit(parallel=True, **_JIT)
-def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, edge_off, bits,
-                 mark, edge_values, edge_values_rev, row_scale, out_nodes, out_indptr,
-                 out_indices, out_eids, out_perm, out_data):
-    """Induced CSRs of all subgraphs in one pass over the upper halves, into flat arrays.
+def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bits, mark,
+                 edge_values, row_scale, out_nodes, out_indptr, out_indices, out_eids, out_perm,
+                 out_data):
+    """Induced CSRs of all subgraphs, into flat arrays, with only sequential output writes.
 
     Subgraph i: nodes at out_nodes[node_off[i]:], indptr (k+1 entries) at
-    out_indptr[node_off[i]+i:], edges at edge_off[i]. Local rows are filled in increasing order;
-    a hit (u, v), u < v, found in u's upper half is appended to row u and, by a per-row
-    cursor, to row v, whose lower entries (from rows u' < v) thus arrive sorted before its own
-    diagonal and upper ones. The same step gives the parent edge id of (v, u), ``rev[e]`` (the
-    parent's transpose permutation) and the local transpose permutation (the two positions
-    point at each other; journal Alg. 6 without its extra pass). If out_data is non-empty:
-    value of (v, u) = edge_values[parent id] (1 if empty) * row_scale[v] (1 if empty);
-    ``edge_values_rev = edge_values[rev]`` so both directions are read sequentially; the row
-    scales are gathered once per local row, not once per hit. Parent edge
-    ids and the transpose permutation may be int32 (half the bytes written).
+    out_indptr[node_off[i]+i:], edges at edge_off[i], followed by one padding slot. Each local
+    row is the parent row of vs[j] filtered by membership, written branch-free: every scanned
+    entry is stored at the row's cursor, which advances only on a hit (the stray store after a
+    row's last hit lands on the next row's first slot, rewritten next, or on the padding slot).
+    Rows come out sorted since parent rows are. Parent edge id = scan position. If out_data is
+    non-empty, value = edge_values[parent id] (1 if empty) * row_scale[row] (1 if empty), the
+    row scale gathered once per row. Then the transpose permutation by journal Alg. 6 for a
+    symmetric pattern: rows in order, entry (j, l) -> next free slot of row l.
+    Parent edge ids and the permutation may be int32 (fewer bytes written).
     """
     count = nv.shape[0]
     nw = mark.shape[0]
@@ -481,7 +467,7 @@ def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, e
     for w in nb.prange(nw):
         mk = mark[w]
         bt = bits[w]
-        sc = np.empty(nodes_buf.shape[1], dtype=np.float32)  # this worker's row scales
+        cursor = np.empty(nodes_buf.shape[1], dtype=np.int64)
         for i in range(w, count, nw):
             k = nv[i]
             vs = nodes_buf[i]
@@ -491,43 +477,31 @@ def fill_induced(indptr, indices, upper, rev, nodes_buf, rowcnt, nv, node_off, e
             ip = out_indptr[no + i:no + i + k + 1]
             ip[0] = 0
             for j in range(k):
-                out_nodes[no + j] = vs[j]
+                v = vs[j]
+                out_nodes[no + j] = v
                 ip[j + 1] = ip[j] + rc[j]
-            cursor = ip[:k].copy()
-            if has_scale:
-                for j in range(k):
-                    sc[j] = row_scale[vs[j]]
-            _mark_set(vs, k, bt, mk)
+                mk[v] = j
+                cursor[j] = ip[j]
+            _mark_bits(vs, k, bt, np.uint64(1))
             for j in range(k):
                 u = vs[j]
-                _prefetch_row(indptr, indices, upper, vs, k, j)
-                su = sc[j] if has_scale else np.float32(1.0)
-                for e in range(upper[u], indptr[u + 1]):
-                    v = indices[e]
-                    if not _member(bt, v):
-                        continue
-                    loc = mk[v]
-                    p = cursor[j]
-                    cursor[j] += 1
-                    out_indices[eo + p] = loc
-                    out_eids[eo + p] = e
+                _prefetch_row(indptr, indices, vs, k, j)
+                su = row_scale[u] if has_scale else np.float32(1.0)
+                p = np.uint64(eo + ip[j])
+                for e in _scan_range(indptr[u], indptr[u + 1]):
+                    v = np.uint32(indices[e])
+                    out_indices[p] = mk[v]
+                    out_eids[p] = e
                     if has_data:
-                        out_data[eo + p] = (edge_values[e] if has_val else np.float32(1.0)) * su
-                    if loc == j:  # self loop: its own transpose
-                        out_perm[eo + p] = p
-                        continue
-                    q = cursor[loc]
-                    cursor[loc] += 1
-                    er = rev[e]
-                    out_indices[eo + q] = j
-                    out_eids[eo + q] = er
-                    out_perm[eo + p] = q
-                    out_perm[eo + q] = p
-                    if has_data:
-                        sv = sc[loc] if has_scale else np.float32(1.0)
-                        val = edge_values_rev[e] if has_val else np.float32(1.0)
-                        out_data[eo + q] = val * sv
-            _mark_clear(vs, k, bt, mk)
+                        out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
+                    p += _member(bt, v)
+            _mark_bits(vs, k, bt, np.uint64(0))
+            for j in range(k):
+                mk[vs[j]] = -1
+            for p in _scan_range(eo, eo + ip[k]):
+                loc = np.uint32(out_indices[p])
+                out_perm[p] = cursor[loc]
+                cursor[loc] += 1
 
 
 # ------------------------------------------------------------------ normalization counters

@@ -108,11 +108,7 @@ class Sampler:
         self._lock = threading.Lock()
         self._bits = self._marks = self._values_cache = None
         self._mean_edges = 0.0  # running mean of |E_s|, sizes the output groups
-        # induction scans upper row halves and mirrors each hit (see _kernels.fill_induced)
-        self._upper = K.upper_starts(graph.indptr, graph.indices)
-        rev = graph.transpose_permutation()
         small = graph.num_edges <= np.iinfo(np.int32).max
-        self._rev = rev.astype(np.int32) if small else rev
         self._id_dtype = np.int32 if small else np.int64
         self._setup()
 
@@ -149,7 +145,7 @@ class Sampler:
         clip = _positive_int(self.name, "clip_multiple", clip_multiple, minimum=0)
         seeds = stream_seeds(seed, start, count)
         with_data = edge_values is not None or row_scale is not None
-        vals, vals_rev = self._edge_values(edge_values)
+        vals = self._edge_values(edge_values)
         scale = np.empty(0, np.float32) if row_scale is None else \
             np.ascontiguousarray(row_scale, dtype=np.float32)
         if scale.size and scale.shape != (self.graph.num_nodes,):
@@ -174,7 +170,7 @@ class Sampler:
                 bits, mark = self._scratch(workers)
                 for g0 in range(0, count, group):
                     subs += self._sample_group(seeds[g0:g0 + group], clip, bits, mark, vals,
-                                               vals_rev, scale, with_data)
+                                               scale, with_data)
             finally:
                 numba.set_num_threads(prev)
         return subs
@@ -182,7 +178,7 @@ class Sampler:
     GROUP_BYTES = 32 << 20
     MIN_WORK = 100_000
 
-    def _sample_group(self, seeds, clip, bits, mark, vals, vals_rev, scale, with_data):
+    def _sample_group(self, seeds, clip, bits, mark, vals, scale, with_data):
         count = seeds.shape[0]
         nodes_buf = np.empty((count, self.cap), dtype=np.int64)
         rowcnt = np.empty((count, self.cap), dtype=np.int64)
@@ -192,8 +188,8 @@ class Sampler:
         self._mean_edges = 0.5 * self._mean_edges + 0.5 * float(ne.mean())
         node_off = np.zeros(count + 1, dtype=np.int64)
         np.cumsum(nv, out=node_off[1:])
-        edge_off = np.zeros(count + 1, dtype=np.int64)
-        np.cumsum(ne, out=edge_off[1:])
+        edge_off = np.zeros(count + 1, dtype=np.int64)  # + 1 padding slot per subgraph
+        np.cumsum(ne + 1, out=edge_off[1:])
         tot_v, tot_e = int(node_off[-1]), int(edge_off[-1])
         out_nodes = np.empty(tot_v, dtype=np.int64)
         out_indptr = np.empty(tot_v + count, dtype=np.int64)
@@ -202,33 +198,31 @@ class Sampler:
         perm_dtype = np.int32 if int(ne.max()) <= np.iinfo(np.int32).max else np.int64
         out_perm = np.empty(tot_e, dtype=perm_dtype)
         out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
-        K.fill_induced(self.graph.indptr, self.graph.indices, self._upper, self._rev, nodes_buf,
-                       rowcnt, nv, node_off, edge_off, bits, mark, vals, vals_rev, scale,
-                       out_nodes, out_indptr, out_indices, out_eids, out_perm, out_data)
+        K.fill_induced(self.graph.indptr, self.graph.indices, nodes_buf, rowcnt, nv, node_off,
+                       edge_off, bits, mark, vals, scale, out_nodes, out_indptr, out_indices,
+                       out_eids, out_perm, out_data)
         subs = []
         for i in range(count):
             a, b = int(node_off[i]), int(node_off[i + 1])
-            ea, eb = int(edge_off[i]), int(edge_off[i + 1])
+            ea, eb = int(edge_off[i]), int(edge_off[i + 1]) - 1
             g = Graph(out_indptr[a + i:b + i + 1], out_indices[ea:eb], b - a,
                       out_data[ea:eb] if with_data else None, validate=False)
             subs.append(Subgraph(out_nodes[a:b], g, out_eids[ea:eb], out_perm[ea:eb]))
         return subs
 
     def _edge_values(self, edge_values):
-        """(values, values[rev]) as float32; the mirrored copy lets the kernel read both
-        directions of an edge sequentially. Cached for the last array passed (the loader
-        passes the same multiplier table every time)."""
+        """``edge_values`` as contiguous float32 (empty if None). Cached for the last array
+        passed (the loader passes the same multiplier table every time)."""
         if edge_values is None:
-            empty = np.empty(0, np.float32)
-            return empty, empty
+            return np.empty(0, np.float32)
         if self._values_cache is not None and self._values_cache[0] is edge_values:
-            return self._values_cache[1], self._values_cache[2]
+            return self._values_cache[1]
         vals = np.ascontiguousarray(edge_values, dtype=np.float32)
         if vals.shape != (self.graph.num_edges,):
             raise ConfigError(f"edge_values has shape {vals.shape}, expected "
                               f"({self.graph.num_edges},)")
-        self._values_cache = (edge_values, vals, vals[self._rev])
-        return vals, self._values_cache[2]
+        self._values_cache = (edge_values, vals)
+        return vals
 
     def _scratch(self, workers: int):
         """Per worker a |V|-bit bitmap (all 0) and a |V| int32 map (all -1); allocated once,
@@ -259,7 +253,7 @@ class NodeSampler(Sampler):
         self.size_budget = float(self.n)
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_node(self.graph.indptr, self.graph.indices, self._upper, self.nodes, self.prob,
+        K.sample_node(self.graph.indptr, self.graph.indices, self.nodes, self.prob,
                       self.alias, self.n, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
 
 
@@ -292,7 +286,7 @@ class EdgeSampler(Sampler):
         self.size_budget = float(2 * self.m)
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_edge(self.graph.indptr, self.graph.indices, self._upper, self.eu, self.ev,
+        K.sample_edge(self.graph.indptr, self.graph.indices, self.eu, self.ev,
                       self.prob, self.alias, self.m, seeds, clip, bits, mark, nodes_buf, rowcnt,
                       nv, ne)
 
@@ -312,7 +306,7 @@ class RandomWalkSampler(Sampler):
         self.expected_size = float(min(self.cap, self.graph.num_nodes))
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_rw(self.graph.indptr, self.graph.indices, self._upper, self.nodes, self.r,
+        K.sample_rw(self.graph.indptr, self.graph.indices, self.nodes, self.r,
                     self.h, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
 
 
@@ -360,7 +354,7 @@ class FrontierSampler(Sampler):
         return float((deg * pins).sum() / max(deg.sum(), 1.0))
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_frontier(self.graph.indptr, self.graph.indices, self._upper, self.nodes, self.m,
+        K.sample_frontier(self.graph.indptr, self.graph.indices, self.nodes, self.m,
                           self.n, self.max_deg, self.eta, self.db_size, seeds, clip, bits, mark,
                           nodes_buf, rowcnt, nv, ne, self._db_proto)
 
@@ -386,7 +380,7 @@ class FullSampler(Sampler):
         self.expected_size = float(self.nodes.size)
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_full(self.graph.indptr, self.graph.indices, self._upper, self.nodes, seeds, clip,
+        K.sample_full(self.graph.indptr, self.graph.indices, self.nodes, seeds, clip,
                       bits, mark, nodes_buf, rowcnt, nv, ne)
 
 
