@@ -1,4 +1,14 @@
-"""One thread count for torch (GEMMs, elementwise) and numba (SpMM, samplers)."""
+"""Process-wide runtime knobs: one thread count for torch (GEMMs, elementwise) and numba
+(SpMM, samplers), and glibc malloc settings that keep freed buffers for reuse."""
+
+import ctypes
+import os
+
+_M_TRIM_THRESHOLD = -1
+_M_TOP_PAD = -2
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD_MAX = 32 << 20  # glibc's upper limit on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX)
+_malloc_tuned = None
 
 
 def set_threads(n: int) -> int:
@@ -10,3 +20,35 @@ def set_threads(n: int) -> int:
         torch.set_num_threads(n)
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     return torch.get_num_threads()
+
+
+def keep_freed_memory() -> bool:
+    """Let glibc malloc reuse freed activation-sized buffers instead of returning them.
+
+    By default glibc serves blocks above a (dynamic) threshold with fresh ``mmap`` calls and
+    trims the heap top on free, so every 5-30 MB activation, gradient and subgraph array of a
+    training step comes back as new pages: one page fault plus zeroing per 4 KiB, which made
+    the elementwise ops of a step 2-3x slower than their memory traffic (``bench step``). Raising
+    the mmap threshold to glibc's maximum (32 MiB) and never trimming keeps those blocks in
+    the heap; the process's footprint stays at its high-water mark, which a training run
+    reaches in its first steps anyway. Idempotent; a no-op off glibc or with
+    ``SCALEGNN_KEEP_FREED_MEMORY=0``. Returns whether the settings are in effect.
+    """
+    global _malloc_tuned
+    if _malloc_tuned is not None:
+        return _malloc_tuned
+    _malloc_tuned = False
+    if os.environ.get("SCALEGNN_KEEP_FREED_MEMORY", "1") == "0":
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    ok = mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX) == 1
+    ok = mallopt(_M_TRIM_THRESHOLD, 2**31 - 1) == 1 and ok
+    ok = mallopt(_M_TOP_PAD, 64 << 20) == 1 and ok
+    _malloc_tuned = ok
+    return ok

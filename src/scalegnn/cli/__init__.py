@@ -49,6 +49,8 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from scalegnn.threads import keep_freed_memory
+    keep_freed_memory()
     try:
         rc = args.func(args)
     except ScaleGNNError as e:

@@ -23,6 +23,7 @@ from scalegnn.errors import ConfigError
 from scalegnn.nn import build_model
 from scalegnn.nn.models import MODEL_OPTIONS
 from scalegnn.ops import SparseAdj
+from scalegnn.threads import keep_freed_memory
 from scalegnn.train.evaluate import full_graph_logits
 from scalegnn.train.metrics import compute_metrics
 from scalegnn.train.rundir import RunDir
@@ -43,6 +44,7 @@ class Trainer:
     def __init__(self, dataset, config: Config | None = None, out_dir=None, *, seed: int = 0,
                  device=None, progress: bool = True, resume: bool = False):
         self.config = (config or Config()).validate()
+        keep_freed_memory()  # activations are reused buffers, not fresh pages, every step
         if self.config.params["standardize"] and not dataset.meta.get("standardized"):
             dataset = standardize_features(dataset)
         self.dataset = dataset
