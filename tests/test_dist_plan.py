@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from scalegnn.dist.exchange import BoundaryExchange
+from scalegnn.dist.exchange import BoundaryExchange, split_adj
 from scalegnn.dist.partition import assign, partition_dataset, write_plan
 from scalegnn.dist.plan import PartitionPlan
 from scalegnn.errors import ConfigError, PlanError
@@ -146,6 +146,24 @@ def test_sampled_adjacency_is_unbiased(tmp_path, ds):
     assert drop.num_cols == part.num_inner
     np.testing.assert_allclose(dense(drop) @ x[:part.num_inner],
                                (dense(full)[:, :part.num_inner]) @ x[:part.num_inner])
+
+
+def test_sampled_split_equals_rebuilt_matrix(tmp_path, ds):
+    """The per-epoch [Â_in | Â_bd] (kept rows of the boundary transpose) equals splitting the
+    local matrix rebuilt from scratch for the same kept set, at p in (0, 1) and p = 0."""
+    plan = partition_dataset(ds, 3, tmp_path / "p", method="metis")
+    ex = BoundaryExchange(plan.rank(2), device="cpu", dtype=torch.float32, timeout=5)
+    rng = np.random.default_rng(1)
+    for p in (0.3, 0.0):
+        keep = rng.random(ex.part.num_boundary) < p
+        got = ex._sampled_boundary(keep, p)
+        want = split_adj(ex._build_adj(keep, p), ex.n_in)
+        for a, b in ((ex.full_split[0], want[0]), (got, want[1])):
+            assert a.shape == b.shape
+            np.testing.assert_array_equal(a.indptr, b.indptr)
+            np.testing.assert_array_equal(a.indices, b.indices)
+            np.testing.assert_allclose(a.data, b.data, rtol=1e-6)
+        np.testing.assert_allclose(got.t().to_dense().numpy(), got.to_dense().numpy().T)
 
 
 def test_any_assignment_makes_a_plan(tmp_path, ds):
