@@ -76,12 +76,15 @@ def worker_main(argv=None) -> int:
 
     from scalegnn.dist.plan import PartitionPlan
     from scalegnn.dist.trainer import DistTrainer
+    from scalegnn.threads import release_freed_memory
     args = add_worker_arguments(argparse.ArgumentParser(prog="python -m scalegnn.dist")).parse_args(argv)
     rank = int(os.environ.get("RANK", 0))
     world = int(os.environ.get("WORLD_SIZE", 1))
     local = int(os.environ.get("LOCAL_RANK", rank))
     try:
         cfg = _resolve_config(args)
+        if cfg.lean_memory:
+            release_freed_memory()
         plan = PartitionPlan.load(args.plan, world_size=world)
         use_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
         device = torch.device(f"cuda:{local % max(torch.cuda.device_count(), 1)}") if use_cuda else torch.device("cpu")

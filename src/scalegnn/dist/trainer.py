@@ -27,6 +27,7 @@ import torch.distributed as dist
 
 from scalegnn.dist.exchange import BoundaryExchange, peer_error
 from scalegnn.dist.forward import overlapped_forward
+from scalegnn.dist.optim import Adam
 from scalegnn.dist.plan import PartitionPlan, write_json, write_text
 from scalegnn.errors import PlanError
 from scalegnn.io import atomic_open
@@ -96,7 +97,7 @@ class DistTrainer:
         self.model.to(device=self.device, dtype=self.dtype)
         torch.manual_seed(cfg.seed * 1000 + 7919 * (rank + 1))  # dropout masks differ per rank
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optim = torch.optim.Adam(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.optim = Adam(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.ex = BoundaryExchange(part, device=self.device, dtype=self.dtype,
                                    timeout=cfg.timeout, seed=cfg.seed)
         self.allreduce_s = 0.0
