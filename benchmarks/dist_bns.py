@@ -15,19 +15,21 @@ Usage::
     python benchmarks/dist_bns.py --data ../shared/data/facebook kronecker:17:16 \
         --nprocs 4 --epochs 30 --hidden 64 --out runs/bench_dist
 
-Measured 2026-11-21 (2 shared cores, load average 5-14, OMP_NUM_THREADS=1 per rank, 4 gloo
-ranks, 1-0-1-0 concat/norm, hidden 64, lr 0.01, dropout 0, 30 epochs, ``--weights nodes``):
+Measured 2026-11-22 (2 cores, 4 gloo ranks, OMP_NUM_THREADS=1 per rank, 1-0-1-0 concat/norm,
+hidden 64, lr 0.01, dropout 0, 30 epochs, ``--weights nodes``, lean_memory on):
 
-=================  ============  ===========  =====================  ======================
-dataset            bytes p=.1/1  epoch s p=1  test p=1 / .1 / 0      peak RSS/rank vs 1 rank
-                                 / .1 / 0                            (p=1; above 282 MB base)
-=================  ============  ===========  =====================  ======================
-facebook           0.101         6.2/4.2/3.2  acc .932/.928/.929     0.55 (0.39)
-kronecker:17:16    0.101         1.3/1.4/1.1  auc .774/.701/.750     0.73 (0.66)
-=================  ============  ===========  =====================  ======================
+=================  ============  =============  =====================  =======================
+dataset            bytes p=.1/1  epoch s p=1    test p=1 / .1 / 0      peak RSS/rank vs 1 rank
+                                 / .1 / 0                              (above the 282 MB base)
+=================  ============  =============  =====================  =======================
+facebook           0.101         .84/.87/.86    acc .932/.928/.929     0.56 (0.36)
+kronecker:17:16    0.101         1.74/1.50/1.39 auc .774/.701/.750     0.50 (0.35)
+=================  ============  =============  =====================  =======================
 
-(1-rank full batch: facebook acc .932, 2.7 s/epoch; kronecker auc .774, 3.2 s/epoch. Kronecker
-F1-micro stays near 0 after 30 epochs at every p: the model does not yet predict positives.)
+(1-rank full batch: facebook acc .932, 0.85 s/epoch, 886 MB; kronecker auc .774, 1.68 s/epoch,
+1254 MB. An earlier facebook run gave 1.17 s at p=1 vs 1.04 s at p=0.1: its exchange is 7.8 MB
+per epoch, within this machine's run-to-run noise. Kronecker F1-micro stays near 0 after 30
+epochs at every p: the model does not yet predict positives.)
 """
 
 from __future__ import annotations
