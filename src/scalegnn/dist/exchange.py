@@ -83,7 +83,7 @@ class BoundaryExchange:
         self.full_split = split_adj(self.full_adj, self.n_in)
         self._bd_t = self.full_split[1].t()   # boundary x inner: sampling selects its rows
         self.split = self.full_split
-        self._adj, self._keep = self.full_adj, None
+        self._adj, self._keep, self._p = self.full_adj, None, 1.0  # _keep/_p: lazy `adj`
         self._set_state({j: torch.as_tensor(part.send_rows(j), device=self.device)
                          for j in self.send_peers},
                         {j: int(part.recv_ptr[j + 1] - part.recv_ptr[j]) for j in self.recv_peers})
