@@ -20,6 +20,8 @@ def test_bench_spmm_json(capsys):
     assert case["picked"] in ("rows", "features") and case["fastest"] in ("rows", "features")
     assert case["model_agrees"] == (case["picked"] == case["fastest"])
     assert case["ratio_vs_torch"] == pytest.approx(case["torch_ms"] / case["picked_ms"])
+    assert case["ratio_vs_plain"] == pytest.approx(case["plain_ms"] / case["picked_ms"])
+    assert case["ratio_plain_vs_torch"] == pytest.approx(case["torch_ms"] / case["plain_ms"])
     assert summary["kind"] == "summary" and summary["model_agrees"] == int(case["model_agrees"])
 
 

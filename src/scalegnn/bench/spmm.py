@@ -2,7 +2,8 @@
 
 Prints one JSON line with the machine's triad bandwidth, then one per case with the median
 time per call of: the row-parallel kernel (the cost model's column tile), the
-feature-partitioned kernel (the seeds' Q_f), torch.sparse.mm on the same CSR, the backward
+feature-partitioned kernel (the seeds' Q_f), a plain row-parallel loop (the calibration the
+issue's targets assume), torch.sparse.mm on the same CSR, the backward
 (``adj.t() @ G``) with the picked kernel and with torch; the cost model's pick and prediction,
 whether the pick was the faster kernel, ratios vs torch and effective GB/s. Calls of all
 kernels are interleaved per repeat, so machine load hits them alike.
@@ -22,6 +23,7 @@ import numpy as np
 import torch
 
 from scalegnn.graph import Graph
+from scalegnn.ops import _kernels as K
 from scalegnn.ops import costmodel
 from scalegnn.ops.adj import SparseAdj
 from scalegnn.ops.membw import triad_bandwidth
@@ -52,6 +54,13 @@ def random_adj(n: int, degree: float, seed: int, dtype=np.float32) -> SparseAdj:
     return SparseAdj.from_graph(g, g.transpose_permutation(), dtype=dtype)
 
 
+def _plain(adj: SparseAdj, x: torch.Tensor) -> torch.Tensor:
+    """The plain row-parallel loop, allocating its output like the other kernels."""
+    out = torch.empty((adj.num_rows, x.shape[1]), dtype=x.dtype)
+    K.spmm_plain(adj.indptr, adj.indices, adj.data_as(x.numpy().dtype), x.numpy(), out.numpy())
+    return out
+
+
 def time_interleaved(fns: dict, repeat: int) -> dict:
     """Median seconds per call of each function; one warm-up call each, calls interleaved."""
     for fn in fns.values():
@@ -79,13 +88,14 @@ def run_case(n, f, degree, dtype, repeat, seed, membw_gbps=None) -> dict:
         "torch": lambda: torch.sparse.mm(a_t, x),
         "backward": lambda: spmm_forward(adj.t(), x),
         "torch_backward": lambda: torch.sparse.mm(at_t, x),
+        "plain": lambda: _plain(adj, x),
     }
     if pr.tile < f:  # is the column tiling worth it? measure the untiled kernel too
         pu = costmodel.Plan("rows", f, pf.width, pf.q_f, pr.threads, {})
         fns["rows_untiled"] = lambda: spmm_forward(adj, x, plan=pu)
     t = time_interleaved(fns, repeat)
     ref = torch.sparse.mm(a_t, x)
-    for k in ("rows", "features"):   # a benchmark of a wrong kernel is worthless
+    for k in ("rows", "features", "plain"):   # a benchmark of a wrong kernel is worthless
         got = fns[k]()
         if not torch.allclose(got, ref, rtol=1e-4, atol=1e-5):
             raise AssertionError(f"bench spmm: kernel {k} disagrees with torch.sparse.mm")
@@ -104,6 +114,9 @@ def run_case(n, f, degree, dtype, repeat, seed, membw_gbps=None) -> dict:
         "ratio_vs_torch": t["torch"] / t[auto.kernel],
         "ratio_rows_vs_torch": t["torch"] / t["rows"],
         "ratio_features_vs_torch": t["torch"] / t["features"],
+        # calibration: the targets assume a plain row-parallel loop reaches a given ratio
+        "plain_ms": t["plain"] * 1e3, "ratio_plain_vs_torch": t["torch"] / t["plain"],
+        "ratio_vs_plain": t["plain"] / t[auto.kernel],
         "backward_ms": t["backward"] * 1e3, "torch_backward_ms": t["torch_backward"] * 1e3,
         "ratio_backward_vs_torch": t["torch_backward"] / t["backward"],
         "effective_GBps": eff_bytes / t[auto.kernel] / 1e9,

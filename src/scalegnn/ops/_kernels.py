@@ -8,18 +8,20 @@ Two parallel SpMM kernels (the cost model in :mod:`scalegnn.ops.costmodel` picks
 
 * :func:`spmm_rows` - row-parallel: rows are split into nnz-balanced chunks (one per thread);
   each chunk is swept once per column tile ``[c0, c0+tile)`` so that X's column tile can stay
-  in the shared cache when the whole X does not.
+  in the shared cache when the whole X does not. :func:`spmm_rows_full` is its untiled,
+  prefetch-free case (X in cache: every call during training), compiled on its own.
 * :func:`spmm_feature_blocks` - the seeds' feature partitioning (SPEC §3): the f columns are
   cut into ``q_f`` blocks; thread ``t`` handles block ``r + t·q_f/p`` in round ``r`` (adjacent
   blocks never run at the same time, so threads never write the same cache line); each block
   sweeps the whole CSR, so X's column block stays in the thread's private cache.
 
-Both share :func:`_row_tile`, which accumulates one output row slice with the edges unrolled
-by four: the output slice is loaded/stored once per four neighbour rows instead of per
+Both accumulate one output row (slice) with the edges unrolled by four (:func:`_row_tile`,
+:func:`_row_full`): the output is loaded/stored once per four neighbour rows instead of per
 neighbour, and four independent X rows are streamed at once (more memory-level parallelism).
 When X lives in DRAM (``npf > 0``) the first ``npf`` cache lines of the next four neighbour
 rows are software-prefetched: the gathers are latency-bound, the hardware prefetcher only
-follows a row after its first misses. The slow reference is :func:`spmm_reference`.
+follows a row after its first misses. The slow reference is :func:`spmm_reference`; :func:`spmm_plain` is the plain row loop that
+``bench spmm`` times as the calibration baseline.
 """
 
 import numba as nb
@@ -73,44 +75,74 @@ def _row_tile(indptr, indices, data, x, s0, out, i, c0, c1, npf):
     """``out[i, c0:c1] = Σ_e data[e] · x[indices[e], s0:s0+(c1-c0)]`` over row i's edges
     (4-unrolled); ``s0`` is the slice's first column in ``x`` (c0, or 0 for a copied block).
 
-    With ``npf > 0`` also prefetches the neighbour rows of the next 4 edges (and, at the end of
-    the row, the first 4 edges of row i+1)."""
-    o = out[i, c0:c1]
-    w = c1 - c0
-    s1 = s0 + w
+    Elements are addressed by 2-D index, not through row-slice views: a numba slice costs a
+    bounds normalisation per edge, which made 32-256-column rows 1.2-2x slower (measured
+    n=8000, degree 15/45, 2 threads) - and narrow rows are the common case in training
+    (hidden widths, raw features). With ``npf > 0`` also prefetches the neighbour rows of the
+    next 4 edges (and, at the end of the row, the first 4 edges of row i+1)."""
+    # unsigned column offsets: numba wraps every signed index for negative values (a select
+    # per element that also blocks vectorisation); keep this arithmetic all-uint64 (numba turns
+    # uint64 (+) int64 into float64)
+    w = np.uint64(c1 - c0)
+    o0 = np.uint64(c0)
+    x0 = np.uint64(s0)
     a = indptr[i]
     b = indptr[i + 1]
-    if a == b:
-        for c in range(w):
-            o[c] = 0
-        return
-    # the first edge writes (no zero pass), the rest accumulate
-    x0 = x[indices[a], s0:s1]
-    v0 = data[a]
     for c in range(w):
-        o[c] = v0 * x0[c]
-    e = a + 1
+        out[i, o0 + c] = 0
+    e = a
     while e + 4 <= b:
         if npf > 0:
-            _prefetch_rows(indices, x, e + 4, min(e + 8, b), s0, s1, npf)
-        x0 = x[indices[e], s0:s1]
-        x1 = x[indices[e + 1], s0:s1]
-        x2 = x[indices[e + 2], s0:s1]
-        x3 = x[indices[e + 3], s0:s1]
+            _prefetch_rows(indices, x, e + 4, min(e + 8, b), s0, s0 + (c1 - c0), npf)
+        j0 = np.uint64(indices[e])
+        j1 = np.uint64(indices[e + 1])
+        j2 = np.uint64(indices[e + 2])
+        j3 = np.uint64(indices[e + 3])
         v0 = data[e]
         v1 = data[e + 1]
         v2 = data[e + 2]
         v3 = data[e + 3]
         for c in range(w):
-            o[c] += (v0 * x0[c] + v1 * x1[c]) + (v2 * x2[c] + v3 * x3[c])
+            out[i, o0 + c] += ((v0 * x[j0, x0 + c] + v1 * x[j1, x0 + c])
+                               + (v2 * x[j2, x0 + c] + v3 * x[j3, x0 + c]))
         e += 4
     if npf > 0 and i + 1 < indptr.shape[0] - 1:
-        _prefetch_rows(indices, x, b, min(b + 4, indptr[i + 2]), s0, s1, npf)
+        _prefetch_rows(indices, x, b, min(b + 4, indptr[i + 2]), s0, s0 + (c1 - c0), npf)
     while e < b:
-        x0 = x[indices[e], s0:s1]
+        j0 = np.uint64(indices[e])
         v0 = data[e]
         for c in range(w):
-            o[c] += v0 * x0[c]
+            out[i, o0 + c] += v0 * x[j0, x0 + c]
+        e += 1
+
+
+@nb.njit(inline="always", **_JIT)
+def _row_full(indptr, indices, data, x, out, i):
+    """``out[i] = Σ_e data[e] · x[indices[e]]``: :func:`_row_tile` for whole rows with no
+    prefetch; all column indices run from 0, which LLVM proves non-negative (no wrap select)."""
+    f = x.shape[1]
+    a = indptr[i]
+    b = indptr[i + 1]
+    for c in range(f):
+        out[i, c] = 0
+    e = a
+    while e + 4 <= b:
+        j0 = indices[e]
+        j1 = indices[e + 1]
+        j2 = indices[e + 2]
+        j3 = indices[e + 3]
+        v0 = data[e]
+        v1 = data[e + 1]
+        v2 = data[e + 2]
+        v3 = data[e + 3]
+        for c in range(f):
+            out[i, c] += (v0 * x[j0, c] + v1 * x[j1, c]) + (v2 * x[j2, c] + v3 * x[j3, c])
+        e += 4
+    while e < b:
+        j0 = indices[e]
+        v0 = data[e]
+        for c in range(f):
+            out[i, c] += v0 * x[j0, c]
         e += 1
 
 
@@ -126,6 +158,15 @@ def spmm_rows(indptr, indices, data, x, out, bounds, tile, npf):
             c1 = min(c0 + tile, f)
             for i in range(bounds[k], bounds[k + 1]):
                 _row_tile(indptr, indices, data, x, c0, out, i, c0, c1, npf)
+
+
+@nb.njit(parallel=True, **_JIT)
+def spmm_rows_full(indptr, indices, data, x, out, bounds):
+    """:func:`spmm_rows` for an untiled call without prefetch (the common case: X in cache):
+    a kernel of its own, since sharing one with the tiled path cost 10-20% (measured)."""
+    for k in nb.prange(bounds.shape[0] - 1):
+        for i in range(bounds[k], bounds[k + 1]):
+            _row_full(indptr, indices, data, x, out, i)
 
 
 @nb.njit(parallel=True, **_JIT)
@@ -183,6 +224,21 @@ def triad(a, b, c, s):
     """STREAM triad ``a = b + s·c`` (parallel), for the memory-bandwidth measurement."""
     for i in nb.prange(a.shape[0]):
         a[i] = b[i] + s * c[i]
+
+
+@nb.njit(parallel=True, **_JIT)
+def spmm_plain(indptr, indices, data, x, out):
+    """The plain row-parallel loop (prange over rows, one edge at a time, no unrolling, tiling
+    or prefetch): the baseline issue targets are calibrated against, so ``bench spmm`` times it
+    beside torch to show what a ratio vs torch means on the machine at hand."""
+    for i in nb.prange(indptr.shape[0] - 1):
+        for c in range(x.shape[1]):
+            out[i, c] = 0
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
+            v = data[e]
+            for c in range(x.shape[1]):
+                out[i, c] += v * x[j, c]
 
 
 def spmm_reference(indptr, indices, data, x):

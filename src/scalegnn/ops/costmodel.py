@@ -20,7 +20,9 @@ fraction that fits (software prefetch halves the DRAM latency term). The row ker
 ``ceil(f/tile)`` visits per edge, the feature kernel ``Q_f`` (plus Q_f streams of the CSR);
 visits are split over p threads; DRAM bandwidth is shared by all threads. Narrow slices pay
 the latency and ``c_edge`` many times for few bytes - that is what the seeds' scheme trades
-for private-cache residency, and what decides between the kernels here.
+for private-cache residency, and what decides between the kernels here. ``c_edge`` differs
+per kernel: the row kernel's untiled rows cost ~1 ns of overhead per visit, the feature
+kernel's 16-64-column slices ~6 ns (fitted to ``bench spmm`` on Zen 4, 2 threads).
 """
 
 from __future__ import annotations
@@ -101,12 +103,13 @@ class Machine:
     machine); ``bench spmm`` measures DRAM bandwidth and checks the model's picks."""
     caches: Caches = field(default_factory=read_caches)
     bw_l2: float = 60e9
-    bw_l3: float = 20e9
+    bw_l3: float = 40e9
     bw_dram: float = 20e9
     lat_l2: float = 5e-9
-    lat_l3: float = 20e-9
+    lat_l3: float = 12e-9
     lat_dram: float = 100e-9
-    c_edge: float = 3e-9   # per visit: index + value load, slice setup, loop overhead
+    c_edge: float = 1e-9   # per visit of the row kernel: index + value load, loop overhead
+    c_edge_blocks: float = 6e-9  # per visit of the feature kernel (narrow column slices)
     c_row: float = 4e-9    # per output row slice
 
 
@@ -140,7 +143,7 @@ def feature_blocks(f: int, itemsize: int, q_f: int, p: int) -> tuple[int, int]:
 
 
 def _visit_time(visits: float, slice_bytes: float, per_thread_ws: float, shared_ws: float,
-                m: Machine, p: int, prefetch: bool) -> float:
+                m: Machine, p: int, prefetch: bool, c_visit: float) -> float:
     """Wall time of ``visits`` gathers of ``slice_bytes`` each, split over p threads. Each
     thread needs ``per_thread_ws`` bytes of X in its private cache; all threads together use
     ``shared_ws`` bytes of the shared one."""
@@ -154,14 +157,14 @@ def _visit_time(visits: float, slice_bytes: float, per_thread_ws: float, shared_
         lat_dram = m.lat_dram / (2 if prefetch else 1)
         per = (hit * m.lat_l3 + (1 - hit) * lat_dram) / 4 + slice_bytes * hit / m.bw_l3
         per += slice_bytes * (1 - hit) / (m.bw_dram / p)   # threads share DRAM bandwidth
-    return visits * (per + m.c_edge) / p
+    return visits * (per + c_visit) / p
 
 
 def predict_rows(n_rows, n_cols, nnz, f, itemsize, p, tile, m: Machine, prefetch=True) -> float:
     tile = min(tile, f)
     passes = -(-f // tile) if f else 0
     ws = n_cols * tile * itemsize    # every thread gathers rows from all of X's tile
-    t = _visit_time(passes * nnz, tile * itemsize, ws, ws, m, p, prefetch)
+    t = _visit_time(passes * nnz, tile * itemsize, ws, ws, m, p, prefetch, m.c_edge)
     t += passes * n_rows * m.c_row / p
     t += 2 * n_rows * f * itemsize / m.bw_dram          # write-allocate + write-back of out
     return t
@@ -171,7 +174,7 @@ def predict_features(n_rows, n_cols, nnz, f, itemsize, p, width, q_f, m: Machine
     width = min(width, f)
     # each thread holds its own block; the p blocks together live in the shared cache
     block = n_cols * width * itemsize
-    t = _visit_time(q_f * nnz, width * itemsize, block, p * block, m, p, False)
+    t = _visit_time(q_f * nnz, width * itemsize, block, p * block, m, p, False, m.c_edge_blocks)
     csr = nnz * 8 + n_rows * 8                          # index + value (+ indptr) per sweep
     t += q_f * csr / (m.bw_l3 * p if csr <= m.caches.l3 / 2 else m.bw_dram)
     t += q_f * n_rows * m.c_row / p

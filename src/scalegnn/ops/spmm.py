@@ -88,6 +88,8 @@ def _forward(adj: SparseAdj, x: torch.Tensor, kernel: str, plan) -> torch.Tensor
                if plan.blocked else np.empty((0, 0, 0), dtype=xn.dtype))
         K.spmm_feature_blocks(adj.indptr, adj.indices, data, xn, on, plan.width, plan.q_f,
                               plan.threads, buf)
+    elif plan.tile >= f and plan.prefetch == 0:
+        K.spmm_rows_full(adj.indptr, adj.indices, data, xn, on, _row_bounds(adj, plan.threads))
     else:
         K.spmm_rows(adj.indptr, adj.indices, data, xn, on, _row_bounds(adj, plan.threads),
                     plan.tile, plan.prefetch)
