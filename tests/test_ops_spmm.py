@@ -1,5 +1,7 @@
 """SpMM kernels and autograd vs dense/slow references (both kernels, both dtypes)."""
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -125,6 +127,23 @@ def test_backward_uses_shared_pattern_transpose():
         spmm(adj, x, kernel=kernel).backward(gout)
         torch.testing.assert_close(x.grad, dense.T @ gout)
     torch.autograd.gradcheck(lambda t: spmm(adj, t), (x,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_large_outputs_in_huge_page_mappings(monkeypatch, dtype):
+    """Outputs from HUGE_OUTPUT_BYTES up live in their own 2 MiB-aligned mapping: same values,
+    ordinary tensors for autograd and in-place ops afterwards."""
+    monkeypatch.setattr(importlib.import_module("scalegnn.ops.spmm"), "HUGE_OUTPUT_BYTES", 1)
+    adj = _random_adj(40, 30, 200, seed=4, dtype=np.float64)
+    x = torch.randn(30, 9, dtype=dtype, requires_grad=True)
+    y = spmm(adj, x)
+    assert y.shape == (40, 9) and y.dtype == dtype and y.data_ptr() % (2 << 20) == 0
+    torch.testing.assert_close(y, _dense(adj, dtype) @ x)
+    y.relu().sum().backward()
+    torch.testing.assert_close(x.grad, _dense(adj, dtype).T @ (y > 0).to(dtype))
+    z = y.detach().clone()
+    y.detach().mul_(2)                                   # writable
+    torch.testing.assert_close(y.detach(), 2 * z)
 
 
 def test_float32_data_with_float64_features():
