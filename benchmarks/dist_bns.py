@@ -6,7 +6,8 @@ same code, so peak memory is measured the same way); print one JSON line per run
 summary line per dataset:
 
 * bytes sent per epoch (sum over ranks) at p vs p = 1            (target <= 12% at p = 0.1)
-* epoch time (median over epochs after the first)                (p = 0.1 faster than p = 1)
+* epoch time (median over epochs after the first; with ``--rounds R`` the median over R
+  interleaved runs, and the p=0.1 / p=1 ratio of each round)   (p = 0.1 faster than p = 1)
 * final test metric at p = 0.1 / 1 / 0                           (target |0.1 - 1| <= 1 point)
 * peak RSS per rank (max over ranks) vs the 1-rank run           (target <= 40%)
 
@@ -94,6 +95,9 @@ def main(argv=None):
     ap.add_argument("--weights", default="degree", help="METIS vertex weights: degree | nodes")
     ap.add_argument("--out", default="runs/bench_dist")
     ap.add_argument("--no-single", action="store_true", help="skip the 1-rank full-batch run")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every p this many times, interleaved (p=1, p=.1, ..., p=1, ...), and "
+                         "compare epoch times per round: machine drift hits both alike")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from scalegnn.dist.dataload import load
@@ -115,10 +119,15 @@ def main(argv=None):
         print(json.dumps({"kind": "plan", **info}), flush=True)
         single_plan = None if args.no_single else partition_dataset(ds, 1, root / "plan1", method="random")
         del ds
-        res = {}
-        for p in ps:
-            res[p] = run_dist(root / f"plan{args.nprocs}", args.nprocs, root / f"run_p{p}", p, args)
-            print(json.dumps({"kind": "run", "dataset": name, **res[p]}), flush=True)
+        rounds = {p: [] for p in ps}
+        for r in range(max(args.rounds, 1)):
+            for p in ps:
+                out = root / (f"run_p{p}" if args.rounds <= 1 else f"run_p{p}_r{r}")
+                rounds[p].append(run_dist(root / f"plan{args.nprocs}", args.nprocs, out, p, args))
+                print(json.dumps({"kind": "run", "dataset": name, "round": r, **rounds[p][-1]}),
+                      flush=True)
+        res = {p: dict(runs[-1], epoch_s=statistics.median(x["epoch_s"] for x in runs))
+               for p, runs in rounds.items()}
         single = None
         if single_plan is not None:
             single = run_dist(root / "plan1", 1, root / "run_single", 1.0, args)
@@ -129,6 +138,9 @@ def main(argv=None):
         if 1.0 in res and 0.1 in res:
             summ["bytes_sent_ratio_p0.1_vs_p1"] = res[0.1]["bytes_sent"] / max(res[1.0]["bytes_sent"], 1)
             summ["epoch_s_p0.1"], summ["epoch_s_p1"] = res[0.1]["epoch_s"], res[1.0]["epoch_s"]
+            # per round: p=0.1 ran right after p=1, so drift of the machine cancels
+            summ["epoch_ratio_p0.1_vs_p1_rounds"] = [
+                round(a["epoch_s"] / b["epoch_s"], 3) for a, b in zip(rounds[0.1], rounds[1.0])]
             summ["test_p0.1"] = res[0.1]["test"].get(key)
             summ["test_p1"] = res[1.0]["test"].get(key)
         if 0.0 in res:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from scalegnn.dist.exchange import BoundaryExchange, split_adj
+from scalegnn.dist.exchange import BoundaryExchange, boundary_keep, split_adj
 from scalegnn.dist.partition import assign, partition_dataset, write_plan
 from scalegnn.dist.plan import PartitionPlan
 from scalegnn.errors import ConfigError, PlanError
@@ -164,6 +164,45 @@ def test_sampled_split_equals_rebuilt_matrix(tmp_path, ds):
             np.testing.assert_array_equal(a.indices, b.indices)
             np.testing.assert_allclose(a.data, b.data, rtol=1e-6)
         np.testing.assert_allclose(got.t().to_dense().numpy(), got.to_dense().numpy().T)
+
+
+def test_boundary_keep_draws_are_bernoulli_and_pure():
+    nodes = np.arange(200_000)
+    for p in (0.1, 0.5):
+        k = boundary_keep(7, 3, 1, nodes, p)
+        assert abs(k.mean() - p) < 4 * np.sqrt(p * (1 - p) / nodes.size)
+        # independent of position and of the other ids asked about in the same call
+        np.testing.assert_array_equal(boundary_keep(7, 3, 1, nodes[::-1], p), k[::-1])
+        np.testing.assert_array_equal(boundary_keep(7, 3, 1, nodes[5:9], p), k[5:9])
+    a, b = boundary_keep(7, 3, 1, nodes, 0.5), boundary_keep(7, 4, 1, nodes, 0.5)
+    c, d = boundary_keep(7, 3, 2, nodes, 0.5), boundary_keep(8, 3, 1, nodes, 0.5)
+    for other in (b, c, d):                      # epoch, receiver, seed: fresh draws
+        assert abs((a & other).mean() - 0.25) < 0.01
+    assert boundary_keep(7, 3, 1, nodes, 1.0).all() and not boundary_keep(7, 3, 1, nodes, 0.0).any()
+
+
+def test_owners_and_receivers_agree_on_kept_rows_without_messages(tmp_path, ds):
+    """Every rank samples on its own; what owner i sends to j is exactly j's kept boundary
+    block from i, in order (so the positional exchange stays consistent)."""
+    plan = partition_dataset(ds, 3, tmp_path / "p", method="metis")
+    parts = [plan.rank(r) for r in range(3)]
+    exs = [BoundaryExchange(pt, device="cpu", dtype=torch.float32, timeout=5, seed=5)
+           for pt in parts]
+    for epoch in range(3):
+        for ex in exs:
+            ex.sample(epoch, 0.4)
+        for j, ex_j in enumerate(exs):
+            kept_total = 0
+            for i, ex_i in enumerate(exs):
+                if i == j or i not in ex_j.recv_peers:
+                    continue
+                a, b = parts[j].recv_ptr[i], parts[j].recv_ptr[i + 1]
+                want = parts[j].boundary[a:b][ex_j._keep[a:b]]
+                got = parts[i].inner[ex_i.send_rows[j].numpy()]
+                np.testing.assert_array_equal(got, want)
+                assert ex_j.recv_counts[i] == want.shape[0]
+                kept_total += want.shape[0]
+            assert ex_j.num_kept == kept_total == ex_j.split[1].num_cols
 
 
 def test_any_assignment_makes_a_plan(tmp_path, ds):
