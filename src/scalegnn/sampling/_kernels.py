@@ -7,7 +7,8 @@ so its random stream, hence its content, does not depend on the worker or thread
 
 Per-worker scratch: ``bits[w]`` a |V|-bit membership bitmap (0 between uses) and ``mark[w]``
 a |V|-long int32 map (-1 between uses); every kernel resets exactly the entries it touched,
-so no subgraph pays O(|V|) work.
+so no subgraph pays O(|V|) work (the one full read of the bitmap, in ``_unique_sort_clip``,
+happens only when its |V|/64 words are fewer than the subgraph's draws).
 
 Each sampler kernel writes the sorted unique node set of subgraph ``i`` into ``nodes_buf[i]``
 (``nv[i]`` entries), its induced row lengths into ``rowcnt[i]`` and the number of induced edges
@@ -17,8 +18,25 @@ and edge values in one pass.
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from scalegnn.ops._kernels import _prefetch  # llvm.prefetch of &arr[idx]
+
+
+@intrinsic
+def _cttz(typingctx, x):
+    """Trailing zero bits of a nonzero uint64 (``llvm.cttz``: one tzcnt)."""
+    sig = types.uint64(types.uint64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fn = builder.module.declare_intrinsic(
+            "llvm.cttz", [i64], ir.FunctionType(i64, [i64, ir.IntType(1)]))
+        return builder.call(fn, [args[0], ir.Constant(ir.IntType(1), 1)])
+
+    return sig, codegen
 
 _JIT = dict(nogil=True, cache=True)
 
@@ -87,9 +105,30 @@ def alias_draws(prob, alias, count, seed):
 
 # ------------------------------------------------------------------ shared per-subgraph steps
 @nb.njit(**_JIT)
-def _unique_sort_clip(buf, k, clip, mark):
+def _unique_sort_clip(buf, k, clip, mark, bits):
     """Sort-unique ``buf[:k]`` in place; if ``clip`` > 0 keep a uniform random subset of
-    floor(u/clip)*clip nodes (SPEC §2.2 (a), drop before induction). Returns the new length."""
+    floor(u/clip)*clip nodes (SPEC §2.2 (a), drop before induction). Returns the new length.
+
+    Without clipping, and when the |V|-bit map has at most ``k`` words, the draws are set in
+    the bitmap and read back in order (k bit sets + |V|/64 word reads, no sort: 4-5x faster
+    than sorting the 6-9k draws of the PPI budgets on a 2^17-node graph); the words read are
+    cleared as they go. The work stays O(k) either way."""
+    if clip <= 0 and bits.shape[0] <= k:
+        for j in range(k):
+            v = np.uint64(buf[j])
+            bits[v >> np.uint64(6)] |= np.uint64(1) << (v & np.uint64(63))
+        u = 0
+        for w in range(bits.shape[0]):
+            word = bits[w]
+            if word == 0:
+                continue
+            bits[w] = np.uint64(0)
+            base = np.int64(w) * 64
+            while word != 0:
+                buf[u] = base + np.int64(_cttz(word))
+                u += 1
+                word &= word - np.uint64(1)
+        return u
     u = 0
     for j in range(k):
         v = buf[j]
@@ -176,7 +215,7 @@ def _count_induced(indptr, indices, vs, k, bits, rowcnt):
 
 @nb.njit(**_JIT)
 def _finish(indptr, indices, buf, k, clip, bits, mark, rowcnt, nv, ne, i):
-    u = _unique_sort_clip(buf, k, clip, mark)
+    u = _unique_sort_clip(buf, k, clip, mark, bits)
     nv[i] = u
     ne[i] = _count_induced(indptr, indices, buf, u, bits, rowcnt)
 
