@@ -20,8 +20,8 @@ Both accumulate one output row (slice) with the edges unrolled by four (:func:`_
 neighbour, and four independent X rows are streamed at once (more memory-level parallelism).
 When X lives in DRAM (``npf > 0``) the first ``npf`` cache lines of the next four neighbour
 rows are software-prefetched: the gathers are latency-bound, the hardware prefetcher only
-follows a row after its first misses. The slow reference is :func:`spmm_reference`; :func:`spmm_plain` is the plain row loop that
-``bench spmm`` times as the calibration baseline.
+follows a row after its first misses. The slow reference is :func:`spmm_reference`;
+:func:`spmm_plain` is the plain row loop that ``bench spmm`` times as a calibration baseline.
 """
 
 import numba as nb

@@ -58,19 +58,18 @@ _HUGE = 2 << 20          # bytes per transparent huge page
 HUGE_OUTPUT_BYTES = 32 << 20
 
 
-def _empty_output(n: int, f: int, dtype: torch.dtype) -> torch.Tensor:
-    """An uninitialised (n, f) output; from HUGE_OUTPUT_BYTES up in a 2 MiB-aligned anonymous
-    mapping advised MADV_HUGEPAGE (freed with the tensor).
+def _empty_output(n: int, f: int, like: torch.Tensor) -> torch.Tensor:
+    """An uninitialised (n, f) host output of ``like``'s dtype; from HUGE_OUTPUT_BYTES up in a
+    2 MiB-aligned anonymous mapping advised MADV_HUGEPAGE (freed with the tensor).
 
     Outputs that large are fresh mmaps anyway (glibc's mmap threshold is at most 32 MiB), and
     the kernel's two threads faulting in 4 KiB pages cost more than the SpMM itself: n=8000,
     f=2048 (64 MB) took 60-65 ms per call with torch.empty vs ~30 ms into a reused buffer;
     allocating plus writing 64 MB measured 15 ms with torch.empty, 4.5 ms huge-page-backed.
     Where THP is off ('never') the advice is ignored and this costs what torch.empty does."""
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    nbytes = n * f * itemsize
+    nbytes = n * f * like.element_size()
     if nbytes < HUGE_OUTPUT_BYTES or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return torch.empty((n, f), dtype=dtype)
+        return torch.empty((n, f), dtype=like.dtype)
     mm = mmap.mmap(-1, nbytes + _HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     try:
         mm.madvise(mmap.MADV_HUGEPAGE)
@@ -78,8 +77,7 @@ def _empty_output(n: int, f: int, dtype: torch.dtype) -> torch.Tensor:
         pass
     raw = np.frombuffer(mm, dtype=np.uint8)
     off = -raw.ctypes.data % _HUGE
-    npdt = torch.empty((), dtype=dtype).numpy().dtype
-    return torch.from_numpy(raw[off:off + nbytes].view(npdt).reshape(n, f))
+    return torch.from_numpy(raw[off:off + nbytes].view(like.numpy().dtype).reshape(n, f))
 
 
 def _row_bounds(adj: SparseAdj, p: int) -> np.ndarray:
@@ -108,7 +106,7 @@ def _forward(adj: SparseAdj, x: torch.Tensor, kernel: str, plan) -> torch.Tensor
     if n == 0 or f == 0:
         return x.new_zeros((n, f))
     x = x.contiguous()
-    out = _empty_output(n, f, x.dtype)                 # every element is written by the kernel
+    out = _empty_output(n, f, x)                       # every element is written by the kernel
     xn, on = x.numpy(), out.numpy()
     data = adj.data_as(xn.dtype)
     plan = plan or plan_for(adj, f, x.dtype, kernel)

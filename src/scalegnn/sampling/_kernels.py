@@ -38,6 +38,7 @@ def _cttz(typingctx, x):
 
     return sig, codegen
 
+
 _JIT = dict(nogil=True, cache=True)
 
 
@@ -154,9 +155,7 @@ def _unique_sort_clip(buf, k, clip, mark, bits):
     than sorting the 6-9k draws of the PPI budgets on a 2^17-node graph); the words read are
     cleared as they go. The work stays O(k) either way."""
     if clip <= 0 and bits.shape[0] <= k:
-        for j in range(k):
-            v = np.uint64(buf[j])
-            bits[v >> np.uint64(6)] |= np.uint64(1) << (v & np.uint64(63))
+        _mark_bits(buf, k, bits, np.uint64(1))
         u = 0
         for w in range(bits.shape[0]):
             word = bits[w]
