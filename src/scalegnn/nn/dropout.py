@@ -20,14 +20,14 @@ import numpy as np
 import torch
 from torch import nn
 
-_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+SPLITMIX_GAMMA = np.uint64(0x9E3779B97F4A7C15)   # also keys scalegnn.dist's boundary draws
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _LO = np.uint64(0xFFFFFFFF)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _splitmix(z):
+def splitmix64(z):
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
     return z ^ (z >> np.uint64(31))
@@ -47,11 +47,11 @@ def _dropout_fwd(x, y, mask, key, threshold, scale, chunks):
     n = x.shape[0]
     for c in nb.prange(chunks.shape[0] - 1):
         for k in range(chunks[c] // 2, chunks[c + 1] // 2):
-            z = _splitmix(key + np.uint64(k) * _GAMMA)
+            z = splitmix64(key + np.uint64(k) * SPLITMIX_GAMMA)
             _keep(x, y, mask, 2 * k, z & _LO, threshold, scale)
             _keep(x, y, mask, 2 * k + 1, z >> np.uint64(32), threshold, scale)
     if n % 2 == 1:
-        z = _splitmix(key + np.uint64(n // 2) * _GAMMA)
+        z = splitmix64(key + np.uint64(n // 2) * SPLITMIX_GAMMA)
         _keep(x, y, mask, n - 1, z & _LO, threshold, scale)
 
 
@@ -72,7 +72,7 @@ def dropout_mask_reference(n: int, p: float, key: int) -> np.ndarray:
     mask64 = (1 << 64) - 1
     thr = int(_threshold(p))
     for i in range(n):
-        z = (key + (i // 2) * int(_GAMMA)) & mask64
+        z = (key + (i // 2) * int(SPLITMIX_GAMMA)) & mask64
         z = ((z ^ (z >> 30)) * int(_M1)) & mask64
         z = ((z ^ (z >> 27)) * int(_M2)) & mask64
         z ^= z >> 31
