@@ -55,7 +55,8 @@ def random_adj(n: int, degree: float, seed: int, dtype=np.float32) -> SparseAdj:
 
 
 def _plain(adj: SparseAdj, x: torch.Tensor) -> torch.Tensor:
-    """The plain row-parallel loop, allocating its output like the other kernels."""
+    """The plain row-parallel loop; its output comes from ``torch.empty``, as torch.sparse.mm's
+    does (``spmm_forward`` puts outputs of 32 MiB and up in huge pages)."""
     out = torch.empty((adj.num_rows, x.shape[1]), dtype=x.dtype)
     K.spmm_plain(adj.indptr, adj.indices, adj.data_as(x.numpy().dtype), x.numpy(), out.numpy())
     return out
