@@ -26,6 +26,20 @@ The published GraphSAINT table2 configs run unchanged (their ``q_threshold``/``q
 accepted and ignored). scalegnn adds optional ``params`` keys, listed in ``PARAM_DEFAULTS``.
 ``--set key=value`` overrides use dotted paths: ``network.dim=128``, ``params.lr=0.005``,
 ``phase.0.end=10`` (``phase.end=10`` means the last phase).
+
+Every training mode reads this one schema. Mode-specific settings live in optional sections
+(a mapping, or a one-item list like the GraphSAINT sections); a section that is absent takes its
+defaults, and the resolved ``config.yml`` of a run lists only the sections that were given::
+
+    distributed:            # scalegnn dist-train (partition-parallel full-graph training)
+      boundary_p: 0.1       # keep each boundary node with this probability per epoch (BNS-GCN)
+      timeout: 120          # seconds before a silent peer is an error
+      overlap: true         # local SpMM while the boundary rows are in flight
+      parts: 0              # ranks (0: from --nprocs)
+      method: metis         # partitioner used by dist-train --data --parts
+
+In distributed runs ``phase[-1].end`` is the number of epochs (one full-graph step each) and the
+phase's sampler settings are not used.
 """
 
 from __future__ import annotations
@@ -59,6 +73,17 @@ PARAM_DEFAULTS = {
     "pool_depth": 4,                             # prefetched minibatches
     "clip_multiple": 0,                          # clip |V_s| to a multiple of this (16: cache lines)
 }
+DIST_DEFAULTS = {
+    "boundary_p": 1.0,          # probability of keeping a boundary node per epoch (1 = exact)
+    "timeout": 120.0,           # seconds for init_process_group and for every exchange wait
+    "overlap": True,            # split Â = [Â_in | Â_bd], run Â_in·h while messages fly
+    "dtype": "float32",         # float32 | float64
+    "parts": 0,                 # number of ranks (0: --nprocs / the plan decides)
+    "method": "metis",          # partitioner for dist-train --data --parts
+    "lean_memory": True,        # return freed activations to the OS at once (lower peak RSS)
+}
+SECTIONS = {"distributed": DIST_DEFAULTS}
+"""Optional mode sections: name -> defaults (each key's type is its default's)."""
 SAMPLERS = ("node", "edge", "rw", "mrw", "full")
 PHASE_KEYS = {"end", "sampler", "size_subgraph", "size_frontier", "size_subg_edge", "num_root",
               "depth", "max_deg", "order", "eta"}
@@ -104,16 +129,22 @@ class Config:
     params: dict = field(default_factory=lambda: dict(PARAM_DEFAULTS))
     phases: list = field(default_factory=lambda: [{"end": 30, "sampler": "rw", "num_root": 1000,
                                                     "depth": 2}])
+    sections: dict = field(default_factory=dict)
+    """Mode sections that were given (name -> resolved mapping); see :data:`SECTIONS`."""
+
+    def section(self, name: str) -> dict:
+        """The resolved ``name`` section (its defaults when the config did not give it)."""
+        return {**SECTIONS[name], **self.sections.get(name, {})}
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_dict(cls, raw: dict, source: str = "config") -> "Config":
         if not isinstance(raw, dict):
             raise ConfigError(f"{source}: expected a mapping with network/params/phase")
-        unknown = set(raw) - {"network", "params", "phase"}
+        unknown = set(raw) - {"network", "params", "phase", *SECTIONS}
         if unknown:
-            raise ConfigError(f"{source}: unknown top-level key {sorted(unknown)[0]!r}; allowed: "
-                              f"network, params, phase")
+            raise ConfigError(f"{source}: unknown top-level key {sorted(map(str, unknown))[0]!r}; "
+                              f"allowed: network, params, phase, {', '.join(SECTIONS)}")
         net = _one_dict(raw, "network")
         params = _one_dict(raw, "params")
         phases = raw.get("phase", None)
@@ -125,7 +156,12 @@ class Config:
                 phases = [phases]
             if not isinstance(phases, list) or not phases:
                 raise ConfigError(f"{source}: phase must be a non-empty list of mappings")
+            if not all(isinstance(p, (dict, type(None))) for p in phases):
+                raise ConfigError(f"{source}: phase must be a non-empty list of mappings")
             cfg.phases = [dict(p or {}) for p in phases]
+        for name in SECTIONS:
+            if name in raw:
+                cfg.sections[name] = _one_dict(raw, name)
         return cfg.validate()
 
     @classmethod
@@ -142,8 +178,11 @@ class Config:
         return cls.from_dict(raw or {}, str(path))
 
     def to_dict(self) -> dict:
-        return {"network": [dict(self.network)], "params": [dict(self.params)],
-                "phase": [dict(p) for p in self.phases]}
+        out = {"network": [dict(self.network)], "params": [dict(self.params)],
+               "phase": [dict(p) for p in self.phases]}
+        for name in self.sections:
+            out[name] = self.section(name)
+        return out
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
@@ -165,6 +204,8 @@ class Config:
                 self.network[parts[1]] = value
             elif head == "params" and len(parts) == 2:
                 self.params[parts[1]] = value
+            elif head in SECTIONS and len(parts) == 2:
+                self.sections.setdefault(head, {})[parts[1]] = value
             elif head == "phase" and len(parts) in (2, 3):
                 idx = -1 if len(parts) == 2 else parts[1]
                 try:
@@ -174,8 +215,8 @@ class Config:
                                       f"(there are {len(self.phases)})") from None
                 phase[parts[-1]] = value
             else:
-                raise ConfigError(f"--set {key}: expected network.KEY, params.KEY, phase.KEY or "
-                                  f"phase.N.KEY")
+                raise ConfigError(f"--set {key}: expected network.KEY, params.KEY, phase.KEY, "
+                                  f"phase.N.KEY or SECTION.KEY ({', '.join(SECTIONS)})")
         return self.validate()
 
     # ------------------------------------------------------------------ validation
@@ -228,6 +269,39 @@ class Config:
                 raise ConfigError(f"network.{key}: {n[key]!r} is not one of {sorted(allowed)}")
         parse_arch(n["arch"])
         validate_options(n)
+        self._validate_sections()
+        return self
+
+    def _validate_sections(self):
+        for name, given in self.sections.items():
+            defaults = SECTIONS[name]
+            for k in list(given):
+                if k not in defaults:
+                    raise ConfigError(f"{name}.{k}: unknown key; allowed: {sorted(defaults)}")
+                given[k] = _coerce(f"{name}.{k}", given[k], defaults[k])
+        d = self.section("distributed")
+        if not (0.0 <= d["boundary_p"] <= 1.0):
+            raise ConfigError(f"distributed.boundary_p: must be in [0, 1], got {d['boundary_p']}")
+        if not (0 < d["timeout"] < float("inf")):
+            raise ConfigError(f"distributed.timeout: must be a positive number of seconds, got "
+                              f"{d['timeout']}")
+        if d["dtype"] not in ("float32", "float64"):
+            raise ConfigError(f"distributed.dtype: {d['dtype']!r} is not one of "
+                              f"['float32', 'float64']")
+        if d["parts"] < 0:
+            raise ConfigError(f"distributed.parts: must be >= 0, got {d['parts']}")
+
+    def validate_for_mode(self, mode: str) -> "Config":
+        """Checks that only one training mode needs (``graphsaint`` | ``distributed``)."""
+        if mode == "distributed":
+            from scalegnn.nn.models import parse_arch  # noqa: PLC0415
+            if self.network["model"] != "saint":
+                raise ConfigError(f"network.model: distributed training runs the GraphSAINT "
+                                  f"model ('saint'), got {self.network['model']!r}")
+            if max(parse_arch(self.network["arch"])) > 1:
+                raise ConfigError(f"network.arch: distributed training supports layer orders 0 "
+                                  f"and 1 only (order >= 2 needs one exchange per hop), got "
+                                  f"{self.network['arch']!r}")
         return self
 
     @property
