@@ -50,18 +50,19 @@ from pathlib import Path
 
 
 def run_dist(plan: Path, nprocs: int, out: Path, p: float, args) -> dict:
-    from scalegnn.dist.launch import launch
-    sets = [f"hidden={args.hidden}", f"arch={args.arch}", f"lr={args.lr}", f"dropout={args.dropout}",
-            f"eval_every={args.epochs}", f"seed={args.seed}", f"boundary_p={p}"]
+    from scalegnn.dist.launch import supervise
+    sets = [f"network.dim={args.hidden}", f"network.arch={args.arch}", f"params.lr={args.lr}",
+            f"params.dropout={args.dropout}", f"params.eval_every={args.epochs}",
+            "params.standardize=false", f"distributed.boundary_p={p}"]
     argv = ["--plan", str(plan), "--out", str(out), "--epochs", str(args.epochs),
-            "--timeout", "600"]
+            "--timeout", "600", "--seed", str(args.seed), "--no-progress"]
     for s in sets:
         argv += ["--set", s]
     if out.exists():
         import shutil
         shutil.rmtree(out)
     t0 = time.perf_counter()
-    rc = launch(nprocs, argv)
+    rc = supervise(nprocs, argv)
     wall = time.perf_counter() - t0
     if rc != 0:
         raise SystemExit(f"dist run {out} failed with status {rc}")
@@ -73,7 +74,7 @@ def run_dist(plan: Path, nprocs: int, out: Path, p: float, args) -> dict:
     last = recs[-1]
     peak = max(r["peak_rss_mb"] for r in last["ranks"])
     base = max(r["base_rss_mb"] for r in last["ranks"])
-    test = summary["final"].get("test", {})
+    test = summary.get("test", {})
     return {"nprocs": nprocs, "p": p, "epochs": len(recs), "wall_s": round(wall, 1),
             "epoch_s": round(epoch_s, 3),
             "compute_s": round(statistics.median(max(r["compute_s"] for r in rec["ranks"]) for rec in later), 3),

@@ -70,9 +70,9 @@ def test_same_numbers_as_trainer_epoch(capsys, folder):
     cfg = bench_epoch.load_config(None, args.set)
     cfg.params["sampler_threads"] = 1
     trainer = Trainer(load_dataset(str(folder)), cfg, None, seed=3, progress=False)
-    loader = trainer._loader(0)
+    loader = trainer.mode.loader(0)
     try:
-        ref = trainer._epoch(0, loader)
+        ref = trainer.run_epoch(0)
     finally:
         loader.close()
     assert rec["iterations"] == ref["iterations"]

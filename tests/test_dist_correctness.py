@@ -13,8 +13,19 @@ from scalegnn.graph import Graph
 pytestmark = pytest.mark.dist
 
 STEPS = 3
-CFG = dict(hidden=8, arch="1-0-1-0", aggr="concat", bias="norm", dropout=0.0, lr=0.01,
-           grad_clip=0.0, dtype="float64", seed=3, timeout=60.0, boundary_p=1.0, device="cpu")
+SEED = 3
+CFG = {"network": {"dim": 8, "arch": "1-0-1-0", "aggr": "concat", "bias": "norm"},
+       "params": {"dropout": 0.0, "lr": 0.01, "grad_clip": 0.0, "standardize": False},
+       "phase": [{"end": STEPS, "sampler": "full"}],
+       "distributed": {"dtype": "float64", "timeout": 60.0, "boundary_p": 1.0}}
+
+
+def dist_config(**distributed):
+    """The tests' config (the one schema every mode reads), with distributed overrides."""
+    from scalegnn.config import Config
+    raw = {k: (dict(v) if isinstance(v, dict) else v) for k, v in CFG.items()}
+    raw["distributed"].update(distributed)
+    return Config.from_dict(raw)
 
 
 def tiny_dataset(n=240, seed=0) -> Dataset:
@@ -34,19 +45,20 @@ def tiny_dataset(n=240, seed=0) -> Dataset:
 def _worker(rank, world, port, plan_dir, out_dir, overlap):
     import torch.distributed as dist
 
-    from scalegnn.dist.config import load_config
+    from scalegnn.dist.mode import DistributedMode
     from scalegnn.dist.plan import PartitionPlan
-    from scalegnn.dist.trainer import DistTrainer
+    from scalegnn.train import Trainer
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
-    cfg = load_config(None, [f"{k}={v}" for k, v in CFG.items()], overlap=overlap)
-    tr = DistTrainer(PartitionPlan.load(plan_dir, world), rank, world, cfg)
+    cfg = dist_config(overlap=overlap)
+    mode = DistributedMode(PartitionPlan.load(plan_dir, world), rank, world, cfg)
+    tr = Trainer(mode, cfg, None, seed=SEED, progress=False)
     losses, grads = [], []
-    for step in range(STEPS):
-        losses.append(tr.train_step(step))
+    for step in range(STEPS):     # the trainer's own step: forward, all-reduce, Adam
+        (batch,) = mode.batches(step)
+        losses.append(tr.train_step(batch))
         grads.append(torch.cat([p.grad.reshape(-1) for p in tr.params]).numpy().copy())
-        tr.optim.step()
     np.savez(f"{out_dir}/rank{rank}.npz", loss=np.array(losses), grads=np.stack(grads))
     dist.destroy_process_group()
 
@@ -55,16 +67,17 @@ def reference(ds: Dataset):
     """Single-process full batch: model(x, Â_full), loss weight 1/|V_train| on training nodes."""
     from scalegnn.nn.models import build_model
     from scalegnn.ops import SparseAdj
-    torch.manual_seed(CFG["seed"])
-    model = build_model(ds.num_features, ds.num_classes, hidden=CFG["hidden"], arch=CFG["arch"],
-                        aggr=CFG["aggr"], bias=CFG["bias"], dropout=0.0).double()
+    net = CFG["network"]
+    torch.manual_seed(SEED)
+    model = build_model(ds.num_features, ds.num_classes, hidden=net["dim"], arch=net["arch"],
+                        aggr=net["aggr"], bias=net["bias"], dropout=0.0).double()
     adj = SparseAdj.from_graph(ds.graph.row_normalized(dtype=np.float64), dtype=np.float64)
     x = torch.as_tensor(ds.features, dtype=torch.float64)
     y = torch.as_tensor(ds.labels)
     w = torch.zeros(ds.num_nodes, dtype=torch.float64)
     w[ds.train_idx] = 1.0 / ds.train_idx.size
     params = list(model.parameters())
-    opt = torch.optim.Adam(params, lr=CFG["lr"])
+    opt = torch.optim.Adam(params, lr=CFG["params"]["lr"])
     losses, grads = [], []
     for _ in range(STEPS):
         opt.zero_grad()

@@ -20,7 +20,8 @@ TIMEOUT = 6.0
 def _start(tmp_path):
     partition_dataset(tiny_dataset(), 2, tmp_path / "plan", method="metis")
     argv = ["--plan", str(tmp_path / "plan"), "--out", str(tmp_path / "run"), "--epochs", "100000",
-            "--timeout", str(TIMEOUT), "--set", "hidden=4", "--set", "eval_every=1000"]
+            "--timeout", str(TIMEOUT), "--set", "network.dim=4", "--set", "params.eval_every=1000",
+            "--set", "params.standardize=false"]
     procs = spawn_local(2, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = ""
     deadline = time.time() + 90

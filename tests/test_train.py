@@ -47,7 +47,7 @@ def test_every_sampler_trains_and_writes_run_dir(tmp_path, sampler):
     files = {p.name for p in (tmp_path / "run").iterdir()}
     assert {"config.yml", "run.json", "metrics.jsonl", "best.pt", "last.pt", "summary.json"} <= files
     recs = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["epoch"] for r in recs] == [0, 1, 2]
+    assert [r["epoch"] for r in recs] == [1, 2, 3]
     assert all(np.isfinite(r["loss"]) and r["iterations"] >= 1 for r in recs)
     assert 0.0 <= res["test"]["accuracy"] <= 1.0
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["test"] == res["test"]
@@ -66,7 +66,7 @@ def test_resume_continues_from_last_checkpoint(tmp_path):
     cfg = small_config(epochs=4)
     res = Trainer(ds, cfg, tmp_path / "r", seed=1, progress=False, resume=True).fit()
     recs = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["epoch"] for r in recs] == [0, 1, 2, 3]
+    assert [r["epoch"] for r in recs] == [1, 2, 3, 4]
     assert res["epochs"] == 4
 
 

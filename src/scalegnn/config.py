@@ -72,6 +72,8 @@ PARAM_DEFAULTS = {
     "sampler_threads": 0,                        # 0 = as many as torch uses
     "pool_depth": 4,                             # prefetched minibatches
     "clip_multiple": 0,                          # clip |V_s| to a multiple of this (16: cache lines)
+    "checkpoint_seconds": 300.0,                 # also save last.pt mid-epoch after this long
+                                                 # (0: after every iteration); epoch ends always
 }
 DIST_DEFAULTS = {
     "boundary_p": 1.0,          # probability of keeping a boundary node per epoch (1 = exact)
@@ -99,27 +101,53 @@ def _one_dict(raw, key):
 
 
 def _coerce(name, value, like):
-    """Coerce ``value`` to the type of the default ``like``; ConfigError naming ``name``."""
-    if like is None or value is None:
+    """Coerce ``value`` to the type of the default ``like``; ConfigError naming ``name``.
+
+    A key whose default is None takes any value. Otherwise None is refused; bools take
+    true/false (also 0/1 and yes/no strings); ints take integers or whole numbers (``3.0``,
+    ``'3'``) but never a bool (``dim: true`` is a mistake, not 1); floats take finite numbers
+    only (nan/inf are refused for every float key); strings take strings (an int becomes its
+    text, so ``arch: 1`` works). Ranges are checked by :meth:`Config.validate`.
+    """
+    import math  # noqa: PLC0415
+    import numbers  # noqa: PLC0415
+    if like is None:
         return value
-    try:
-        if isinstance(like, bool):
-            if isinstance(value, str):
-                if value.lower() in ("true", "1", "yes"):
-                    return True
-                if value.lower() in ("false", "0", "no"):
-                    return False
-                raise ValueError
-            return bool(value)
-        if isinstance(like, int):
-            f = float(value)
-            if f != int(f):
-                raise ValueError
-            return int(f)
+    kind = type(like).__name__
+    bad = ConfigError(f"{name}: expected {kind}, got {value!r}")
+    if value is None:
+        raise bad
+    if isinstance(like, bool):
+        text = str(value).strip().lower() if isinstance(value, (str, numbers.Integral)) else ""
+        if isinstance(value, bool):
+            return value
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise bad
+    if isinstance(like, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
+            raise bad
+        if isinstance(like, int) and isinstance(value, numbers.Integral):
+            return int(value)
+        try:
+            f = float(value.strip() if isinstance(value, str) else value)
+        except (ValueError, OverflowError):
+            raise bad from None
+        if not math.isfinite(f):
+            raise ConfigError(f"{name}: must be a finite number, got {value!r}")
         if isinstance(like, float):
-            return float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name}: expected {type(like).__name__}, got {value!r}") from None
+            return f
+        if not f.is_integer():
+            raise bad
+        return int(f)
+    if isinstance(like, str):
+        if isinstance(value, str):
+            return value
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return str(value)
+        raise bad
     return value
 
 
@@ -166,16 +194,22 @@ class Config:
 
     @classmethod
     def from_yaml(cls, path) -> "Config":
+        """Read a YAML config file; every problem (missing, a folder, unreadable, not UTF-8,
+        invalid YAML, bad values) is a one-line ConfigError naming the file or the key."""
+        from scalegnn._config_limits import parse_yaml  # noqa: PLC0415
         path = Path(path)
+        if path.is_dir():
+            raise ConfigError(f"{path}: is a folder, expected a YAML config file")
         if not path.is_file():
             raise ConfigError(f"{path}: config file not found")
         try:
-            raw = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark else ""
-            raise ConfigError(f"{path}: invalid YAML{where}") from None
-        return cls.from_dict(raw or {}, str(path))
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        except OSError as e:
+            raise ConfigError(f"{path}: unreadable ({e.strerror or e})") from None
+        raw = parse_yaml(text, str(path))
+        return cls.from_dict({} if raw is None else raw, str(path))
 
     def to_dict(self) -> dict:
         out = {"network": [dict(self.network)], "params": [dict(self.params)],
@@ -192,13 +226,23 @@ class Config:
 
     # ------------------------------------------------------------------ overrides
     def override(self, assignments) -> "Config":
-        """Apply ``key=value`` strings (dotted paths); values parsed as YAML scalars."""
+        """Apply ``key=value`` strings (dotted paths); values parsed as YAML scalars.
+
+        An empty key or value, or a value that is not valid YAML, is a ConfigError naming the
+        assignment (write ``null`` for an explicit None).
+        """
+        from scalegnn._config_limits import parse_yaml  # noqa: PLC0415
         for item in assignments or []:
-            if "=" not in item:
+            if not isinstance(item, str) or "=" not in item:
                 raise ConfigError(f"--set {item!r}: expected key=value")
             key, value = item.split("=", 1)
-            value = yaml.safe_load(value) if value.strip() else None
-            parts = key.strip().split(".")
+            key = key.strip()
+            if not key or any(not p.strip() for p in key.split(".")):
+                raise ConfigError(f"--set {item!r}: empty key (expected e.g. params.lr=0.01)")
+            if not value.strip():
+                raise ConfigError(f"--set {item!r}: empty value (write null for none)")
+            value = parse_yaml(value, f"--set {key}")
+            parts = [p.strip() for p in key.split(".")]
             head = parts[0]
             if head == "network" and len(parts) == 2:
                 self.network[parts[1]] = value
@@ -221,6 +265,10 @@ class Config:
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "Config":
+        """Check keys, types and ranges (see :mod:`scalegnn._config_limits`); coerces values
+        in place (``'3'`` -> 3, ``3.0`` -> 3 for int keys) and returns ``self``."""
+        from scalegnn._config_limits import (  # noqa: PLC0415
+            NETWORK_LIMITS, PARAM_LIMITS, check_arch, check_limits, check_phases)
         for k in self.network:
             if k not in NETWORK_DEFAULTS:
                 raise ConfigError(f"network.{k}: unknown key; allowed: {sorted(NETWORK_DEFAULTS)}")
@@ -234,32 +282,9 @@ class Config:
         n, p = self.network, self.params
         if n["loss"] not in (None, "sigmoid", "softmax"):
             raise ConfigError(f"network.loss: {n['loss']!r} is not one of ['sigmoid', 'softmax']")
-        if n["dim"] <= 0:
-            raise ConfigError(f"network.dim: must be positive, got {n['dim']}")
-        if p["lr"] <= 0:
-            raise ConfigError(f"params.lr: must be positive, got {p['lr']}")
-        if not 0 <= p["dropout"] < 1:
-            raise ConfigError(f"params.dropout: must be in [0, 1), got {p['dropout']}")
-        if p["sample_coverage"] < 0:
-            raise ConfigError(f"params.sample_coverage: must be >= 0, got {p['sample_coverage']}")
-        for key in ("eval_every", "eval_batch_rows", "pool_depth"):
-            if p[key] < 1:
-                raise ConfigError(f"params.{key}: must be >= 1, got {p[key]}")
-        if p["grad_clip"] < 0 or p["sampler_threads"] < 0 or p["clip_multiple"] < 0:
-            raise ConfigError("params.grad_clip/sampler_threads/clip_multiple: must be >= 0")
-        last_end = 0
-        for i, ph in enumerate(self.phases):
-            for k in ph:
-                if k not in PHASE_KEYS:
-                    raise ConfigError(f"phase[{i}].{k}: unknown key; allowed: {sorted(PHASE_KEYS)}")
-            if ph.get("sampler") not in SAMPLERS:
-                raise ConfigError(f"phase[{i}].sampler: {ph.get('sampler')!r} is not one of "
-                                  f"{list(SAMPLERS)}")
-            end = _coerce(f"phase[{i}].end", ph.get("end"), 0)
-            if end is None or end <= last_end:
-                raise ConfigError(f"phase[{i}].end: must be an integer > {last_end}, got "
-                                  f"{ph.get('end')!r}")
-            ph["end"] = last_end = end
+        check_limits("network", n, NETWORK_LIMITS)
+        check_limits("params", p, PARAM_LIMITS)
+        check_phases(self.phases, _coerce, SAMPLERS, PHASE_KEYS)
         from scalegnn.nn.models import (  # noqa: PLC0415 (avoids import cycle)
             MODELS, parse_arch, validate_options)
         from scalegnn.nn.saint import ACTIVATIONS, AGGREGATIONS, BIASES  # noqa: PLC0415
@@ -267,7 +292,7 @@ class Config:
                              ("model", MODELS)):
             if n[key] not in allowed:
                 raise ConfigError(f"network.{key}: {n[key]!r} is not one of {sorted(allowed)}")
-        parse_arch(n["arch"])
+        check_arch(parse_arch(n["arch"]))
         validate_options(n)
         self._validate_sections()
         return self
@@ -279,6 +304,9 @@ class Config:
                 if k not in defaults:
                     raise ConfigError(f"{name}.{k}: unknown key; allowed: {sorted(defaults)}")
                 given[k] = _coerce(f"{name}.{k}", given[k], defaults[k])
+        if not (0 <= self.params["checkpoint_seconds"] < float("inf")):
+            raise ConfigError(f"params.checkpoint_seconds: must be a finite number >= 0, got "
+                              f"{self.params['checkpoint_seconds']}")
         d = self.section("distributed")
         if not (0.0 <= d["boundary_p"] <= 1.0):
             raise ConfigError(f"distributed.boundary_p: must be in [0, 1], got {d['boundary_p']}")

@@ -31,3 +31,7 @@ class PlanError(ScaleGNNError):
 
 class DistError(ScaleGNNError):
     """A distributed run failed (a rank died, a timeout passed)."""
+
+
+class TrainingError(ScaleGNNError):
+    """Training cannot go on (the loss became NaN/inf, a checkpoint does not fit the run)."""

@@ -7,11 +7,11 @@ sampling, compute and evaluation. Needs matplotlib (``pip install scalegnn[plot]
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from scalegnn.errors import DataError
 from scalegnn.io import atomic_open
+from scalegnn.train.rundir import read_metrics_file
 
 
 def plot_run(run_dir, out: str | None = None):
@@ -26,16 +26,16 @@ def plot_run(run_dir, out: str | None = None):
     path = run_dir / "metrics.jsonl"
     if not path.is_file():
         raise DataError(f"{path}: not found (is {run_dir} a run directory?)")
-    recs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    recs = read_metrics_file(path)
     if not recs:
         return None
     fig, axes = plt.subplots(3, 1, figsize=(7, 8), sharex=True)
-    ep = [r["epoch"] + 1 for r in recs]
+    ep = [r["epoch"] for r in recs]
     axes[0].plot(ep, [r.get("loss", float("nan")) for r in recs], color="tab:blue")
     axes[0].set_ylabel("training loss")
     evals = [r for r in recs if "val" in r]
     for key in sorted({k for r in evals for k in r["val"]}):
-        axes[1].plot([r["epoch"] + 1 for r in evals], [r["val"].get(key) for r in evals],
+        axes[1].plot([r["epoch"] for r in evals], [r["val"].get(key) for r in evals],
                      marker=".", label=key)
     axes[1].set_ylabel("validation")
     if evals:

@@ -142,7 +142,7 @@ def time_epoch(trainer, loader, epoch: int) -> dict:
 
     c_start, t_start = time.process_time(), time.perf_counter()
     with spmm_timer() as tm:
-        rec = trainer._epoch(epoch, loader, on_batch)
+        rec = trainer.run_epoch(epoch, on_batch=on_batch)  # the loop of every run
     wall = time.perf_counter() - t_start
     cpu = time.process_time() - c_start
     wait, compute = rec["sample_s"], rec["compute_s"]
@@ -206,7 +206,7 @@ def _measure(args) -> int:
     ds, data_s = prepare_data(args)
     trainer = Trainer(ds, cfg, None, seed=args.seed, progress=False)
     t0 = time.perf_counter()
-    loader = trainer._loader(0)
+    loader = trainer.mode.loader(0)
     loader_s = time.perf_counter() - t0
     n_pre = len(_presampled(loader))
     if args.fresh:

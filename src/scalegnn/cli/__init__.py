@@ -2,13 +2,17 @@
 
 Each command family lives in its own module exposing ``add_parser(subparsers)``; the parser's
 ``func`` receives the parsed arguments. The CLI only parses arguments and calls the Python API.
-User mistakes (:class:`ScaleGNNError`) print one line and exit with status 2, no traceback.
+User mistakes (:class:`ScaleGNNError`) print one line and exit with status 2, no traceback;
+so do operating-system errors on the user's files (``OSError``: a read-only or full ``--out``,
+an unreadable input), printed as ``<file>: <reason>``. A closed stdout pipe (``... | head``)
+ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from scalegnn.errors import ScaleGNNError
@@ -53,13 +57,39 @@ def main(argv=None) -> int:
     keep_freed_memory()
     try:
         rc = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
     except ScaleGNNError as e:
         print(f"scalegnn: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141  # as if killed by SIGPIPE, like other tools piped into `head`
+    except OSError as e:
+        print(f"scalegnn: error: {os_error_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("scalegnn: interrupted", file=sys.stderr)
         return 130
     return int(rc or 0)
+
+
+def os_error_line(e: OSError) -> str:
+    """``<file>: <reason>`` for an OSError (``<reason>`` alone when it names no file)."""
+    reason = e.strerror or str(e) or type(e).__name__
+    names = [os.fsdecode(f) if isinstance(f, (str, bytes, os.PathLike)) else str(f)
+             for f in (e.filename, e.filename2) if f is not None]
+    line = f"{' -> '.join(names)}: {reason}" if names else reason
+    return line.replace("\n", " ")
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or closed
+        pass
 
 
 if __name__ == "__main__":

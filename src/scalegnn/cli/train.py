@@ -1,30 +1,47 @@
-"""``scalegnn train`` (GraphSAINT minibatch training) and ``scalegnn report`` (plots of a run)."""
+"""``scalegnn train`` (single-process training) and ``scalegnn report`` (plots of a run).
+
+The run options (config, overrides, run directory, seed, resume...) are shared with
+``scalegnn dist-train``: :func:`add_run_arguments` declares them and :func:`resolve_run` turns
+them into one validated :class:`RunSpec`, before any data is loaded or any process started.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_DATA = "synthetic"
 
 
-def add_parser(sub):
-    p = sub.add_parser("train", help="train a GNN with GraphSAINT sampling (default: built-in "
-                                     "synthetic dataset)")
-    p.add_argument("--data", default=DEFAULT_DATA,
-                   help="dataset folder/file or generator spec (default: %(default)s)")
+def add_run_arguments(p, *, device_default: str = "cpu"):
+    """Options every training command takes."""
     p.add_argument("--config", help="GraphSAINT-style YAML train config (default: built-in)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. params.lr=0.005 or phase.end=10")
+    p.add_argument("--epochs", type=int, help="shorthand for --set phase.end=N")
     p.add_argument("--out", help="run directory (default: runs/<dataset>-<time>)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--split", type=int, default=0, help="split index for datasets with several")
-    p.add_argument("--threads", type=int, default=0, help="torch/numba threads (0: all cores)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from last.pt")
+    p.add_argument("--seed", type=int, help="random seed (default 0)")
+    p.add_argument("--threads", type=int, help="torch/numba threads (default: all cores)")
+    p.add_argument("--device", default=None,
+                   help=f"cpu, cuda[:N] or auto (default: {device_default})")
+    p.add_argument("--resume", metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from last.pt with its recorded config, "
+                        "data, split, seed and threads")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run already in --out (default: refuse)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(device_default=device_default)
+
+
+def add_parser(sub):
+    p = sub.add_parser("train", help="train a GNN with GraphSAINT sampling (default: built-in "
+                                     "synthetic dataset)")
+    p.add_argument("--data", help=f"dataset folder/file or generator spec (default: {DEFAULT_DATA})")
+    p.add_argument("--split", type=int, help="split index for datasets with several (default 0)")
+    add_run_arguments(p)
     p.set_defaults(func=run_train)
 
     r = sub.add_parser("report", help="plot a run directory's metrics to report.png")
@@ -33,41 +50,115 @@ def add_parser(sub):
     r.set_defaults(func=run_report)
 
 
-def run_train(args) -> int:
-    from scalegnn.config import Config
-    from scalegnn.data import load_dataset
-    from scalegnn.errors import ConfigError
-    from scalegnn.threads import set_threads
-    from scalegnn.train.trainer import Trainer
+@dataclass
+class RunSpec:
+    """What a training command will do, validated (nothing written yet)."""
 
-    set_threads(args.threads)
+    config: object
+    data: str | None
+    split: int
+    seed: int
+    threads: int
+    device: str
+    run_dir: Path | None
+    resume: bool
+    overwrite: bool
+    recorded: dict
+
+
+def _recorded(run_dir: Path) -> dict:
+    from scalegnn.errors import ConfigError
+    info = run_dir / "run.json"
+    if not info.is_file():
+        return {}
+    try:
+        data = json.loads(info.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise ConfigError(f"{info}: not valid JSON (damaged run directory)") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _same_data(given: str, recorded: str) -> bool:
+    if given == recorded:
+        return True
+    try:
+        return Path(given).resolve() == Path(recorded).resolve()
+    except OSError:
+        return False
+
+
+def resolve_run(args, mode: str) -> RunSpec:
+    """Config, data, seed, run directory of a training command; resume rules applied."""
+    from scalegnn.config import Config
+    from scalegnn.errors import ConfigError
+    overrides = list(args.overrides)
+    if args.epochs is not None:
+        overrides.append(f"phase.end={args.epochs}")
+    data = getattr(args, "data", None)
+    split = getattr(args, "split", None)
     if args.resume:
+        if args.out is not None and not _same_data(args.out, args.resume):
+            raise ConfigError(f"--out {args.out}: a resumed run writes its own folder "
+                              f"{args.resume}; drop --out")
+        if args.config is not None:
+            raise ConfigError("--config: a resumed run keeps its recorded config.yml; use --set "
+                              "KEY=VALUE to change a value (e.g. phase.end to train longer)")
         run_dir = Path(args.resume)
         cfg_path = run_dir / "config.yml"
-        if not cfg_path.is_file():
+        if not run_dir.is_dir() or not cfg_path.is_file():
             raise ConfigError(f"--resume {run_dir}: no config.yml (not a run directory)")
-        config = Config.from_yaml(cfg_path).override(args.overrides)
-        info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() else {}
-        data = info.get("source") or args.data
-        seed = info.get("seed", args.seed)
+        rec = _recorded(run_dir)
+        if rec.get("mode", mode) != mode:
+            raise ConfigError(f"--resume {run_dir}: a {rec['mode']} run; resume it with the "
+                              f"command that made it")
+        for flag, given, key in (("--data", data, "data"), ("--split", split, "split"),
+                                 ("--seed", args.seed, "seed")):
+            if given is not None and key in rec and not (
+                    _same_data(str(given), str(rec[key])) if key == "data" else given == rec[key]):
+                raise ConfigError(f"{flag} {given}: the run in {run_dir} was made with {flag} "
+                                  f"{rec[key]}; a resumed run keeps its recorded value")
+        config = Config.from_yaml(cfg_path).override(overrides)
+        data = rec.get("data", rec.get("source", data))
+        split = rec.get("split", split)
+        seed = rec.get("seed", args.seed if args.seed is not None else 0)
+        threads = args.threads if args.threads is not None else rec.get("threads", 0)
+        device = args.device or rec.get("device_arg") or args.device_default
     else:
         config = Config.from_yaml(args.config) if args.config else Config()
-        config.override(args.overrides)
-        data, seed, run_dir = args.data, args.seed, args.out
-    dataset = load_dataset(data, split=args.split, seed=0)
+        config.override(overrides)
+        run_dir = Path(args.out) if args.out else None
+        seed = args.seed if args.seed is not None else 0
+        threads = args.threads if args.threads is not None else 0
+        device = args.device or args.device_default
+        rec = {}
+    config.validate_for_mode(mode)
+    if threads < 0:
+        raise ConfigError(f"--threads: must be >= 0 (0: all cores), got {threads}")
+    if data is None and mode == "graphsaint":
+        data = DEFAULT_DATA
+    return RunSpec(config, data, int(split or 0), int(seed), int(threads), device, run_dir,
+                   bool(args.resume), bool(args.overwrite), rec)
+
+
+def run_train(args) -> int:
+    from scalegnn.data import load_dataset
+    from scalegnn.threads import set_threads
+    from scalegnn.train.trainer import Trainer, format_summary, resolve_device
+
+    spec = resolve_run(args, "graphsaint")
+    resolve_device(spec.device)  # before loading data or making a run directory
+    set_threads(spec.threads)
+    dataset = load_dataset(spec.data, split=spec.split, seed=0)
+    run_dir = spec.run_dir
     if run_dir is None:
         run_dir = Path("runs") / f"{Path(str(dataset.name)).name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    trainer = Trainer(dataset, config, run_dir, seed=seed, device=args.device,
-                      progress=not args.no_progress, resume=bool(args.resume))
+    trainer = Trainer(dataset, spec.config, run_dir, seed=spec.seed, device=spec.device,
+                      progress=not args.no_progress, resume=spec.resume,
+                      overwrite=spec.overwrite,
+                      run_info={"data": spec.data, "split": spec.split, "threads": spec.threads,
+                                "device_arg": spec.device})
     result = trainer.fit()
-    metric = result["metric"]
-    print(f"dataset {result['dataset']}: best epoch {result['best_epoch'] + 1}/{result['epochs']}, "
-          f"wall {result['time']['wall_s']:.1f}s")
-    for split in ("val", "test"):
-        m = result[split]
-        keys = [k for k in ("f1_micro", "f1_macro", "accuracy", "roc_auc") if k in m]
-        print(f"  {split:5s} " + "  ".join(f"{k}={m[k]:.4f}" for k in keys))
-    print(f"  test {metric} = {result['test'].get(metric, float('nan')):.4f}; run directory: {run_dir}")
+    print(format_summary(result, run_dir))
     sys.stdout.flush()
     return 0
 

@@ -108,6 +108,24 @@ class GraphSAINTLoader:
         self.stats["batches"] += 1
         return batch
 
+    @property
+    def position(self) -> int:
+        """Batches of the stream consumed so far."""
+        return self.stats["batches"]
+
+    def seek(self, position: int):
+        """Continue the stream after ``position`` consumed batches, exactly as if they had been
+        taken (exact resume); only before the first batch is taken."""
+        if self.stats["batches"] or self._pool is not None:
+            raise RuntimeError("GraphSAINTLoader.seek: only before the first batch")
+        position = check_int("position", position, 0)
+        skip = min(position, len(self._presampled))
+        for i in range(skip):
+            self._presampled[i] = None
+        self._next_presampled = skip
+        self._next_stream = self.norm.num_subgraphs + (position - skip)
+        self.stats["batches"] = position
+
     # -------------------------------------------------------------- production
     def _start_pool(self):
         if self._pool is None and self.pool_depth > 0 and not self._closed:

@@ -23,6 +23,7 @@ import numpy as np
 from scalegnn.errors import ConfigError
 from scalegnn.sampling import _kernels as K
 from scalegnn.sampling.samplers import Sampler, Subgraph
+from scalegnn.faults import crash_point
 
 MAX_MULTIPLIER = 1e4
 NAN_MULTIPLIER = 0.1
@@ -85,6 +86,7 @@ class Normalization:
             K.add_counts(cv, s.nodes)
             K.add_counts(ce, s.edge_ids)
             count += 1
+            crash_point("presample")
             if len(subs) == count - 1 and kept_bytes + s.nbytes <= budget:
                 subs.append(s)  # only an unbroken prefix: the stream order stays 0, 1, ...
                 kept_bytes += s.nbytes

@@ -3,40 +3,119 @@
 ::
 
     config.yml       resolved configuration (after --set overrides and defaults)
-    run.json         dataset, seed, threads, versions, command line
-    metrics.jsonl    one JSON object per evaluated epoch (appended, flushed per line)
+    run.json         mode, data source, split, seed, threads, device, versions, command line
+    metrics.jsonl    one JSON object per epoch (appended, flushed per line)
     best.pt          model state with the best validation metric
-    last.pt          model + optimizer + RNG state + epoch, for --resume
+    last.pt          everything --resume needs (scalegnn.train.checkpoint)
     summary.json     final validation/test metrics, timings
-    report.png       loss and validation curves (when matplotlib is installed)
+    report.png       loss, validation and time per epoch (when matplotlib is installed)
+    .lock            held (flock) by the process writing the run
 
-Checkpoints and JSON files are written atomically, so an interrupted run never leaves a
-half-written file behind.
+Rules: checkpoints and JSON files are written atomically (an interrupted run never leaves a
+half-written one). A folder holding a run is not written again without ``resume`` (continue it)
+or ``overwrite`` (delete its run files first); a folder with other files is not made a run
+folder without ``overwrite``. One process at a time writes a run directory. ``metrics.jsonl``
+may end in a torn line (SIGKILL or a full disk mid-write): readers skip lines that do not parse,
+and a resumed run rewrites the file with the records before its checkpoint.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from pathlib import Path
 
 import torch
 
 from scalegnn.errors import ConfigError
 from scalegnn.io import atomic_open, atomic_write_json, atomic_write_text
+from scalegnn.faults import crash_point
+from scalegnn.train.checkpoint import load_checkpoint
+
+RUN_FILES = ("config.yml", "run.json", "metrics.jsonl", "best.pt", "last.pt", "summary.json",
+             "report.png", "report.html")
+LOCK = ".lock"
+LOCK_ENV = "SCALEGNN_RUN_LOCKED"  # set by a launcher that holds the lock for its workers
+
+
+def holds_run(path) -> bool:
+    path = Path(path)
+    return path.is_dir() and any((path / f).exists() for f in RUN_FILES)
+
+
+def read_metrics_file(path) -> list[dict]:
+    """Records of a metrics.jsonl, skipping lines that do not parse (a torn last line)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
 
 
 class RunDir:
-    def __init__(self, path, *, resume: bool = False):
-        self.path = Path(path)
-        if self.path.exists() and not self.path.is_dir():
-            raise ConfigError(f"--out {self.path}: exists and is not a directory")
-        if resume and not (self.path / "last.pt").is_file():
-            raise ConfigError(f"--resume {self.path}: no last.pt checkpoint to resume from")
-        if not resume and (self.path / "metrics.jsonl").exists():
-            raise ConfigError(f"--out {self.path}: already holds a run (metrics.jsonl); choose a new "
-                              f"folder or pass --resume to continue it")
-        self.path.mkdir(parents=True, exist_ok=True)
+    """A run directory opened for writing (see the module docstring for the rules)."""
 
+    def __init__(self, path, *, resume: bool = False, overwrite: bool = False, lock: bool = True):
+        self.path = Path(path)
+        self._lock_fd = None
+        flag = "--resume" if resume else "--out"
+        if self.path.exists() and not self.path.is_dir():
+            raise ConfigError(f"{flag} {self.path}: exists and is not a directory")
+        if resume:
+            if not (self.path / "config.yml").is_file():
+                raise ConfigError(f"--resume {self.path}: no config.yml (not a run directory)")
+        elif self.path.is_dir() and not overwrite:
+            if holds_run(self.path):
+                raise ConfigError(f"--out {self.path}: already holds a run; pass --resume "
+                                  f"{self.path} to continue it, --overwrite to replace it, or "
+                                  f"choose a new folder")
+            others = [p.name for p in self.path.iterdir() if p.name != LOCK]
+            if others:
+                raise ConfigError(f"--out {self.path}: folder is not empty ({others[0]!r}, ...) "
+                                  f"and holds no run; choose a new folder or pass --overwrite")
+        self.path.mkdir(parents=True, exist_ok=True)
+        if lock and os.environ.get(LOCK_ENV) != str(self.path.resolve()):
+            self.lock()
+        if overwrite and not resume:
+            for name in RUN_FILES:
+                (self.path / name).unlink(missing_ok=True)
+
+    # -------------------------------------------------------------- lock
+    def lock(self):
+        """Take the run's lock (non-blocking); one line naming the holder when it is taken."""
+        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise ConfigError(f"{self.path}: another scalegnn process (pid {holder}) is writing "
+                              f"this run directory") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def close(self):
+        """Release the lock (the OS also releases it when the process ends, even on SIGKILL)."""
+        if self._lock_fd is not None:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    # -------------------------------------------------------------- files
     def file(self, name: str) -> Path:
         return self.path / name
 
@@ -47,27 +126,28 @@ class RunDir:
         atomic_write_json(self.file(name), obj, indent=2)
 
     def append_metrics(self, record: dict):
-        with open(self.file("metrics.jsonl"), "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
+        p = self.file("metrics.jsonl")
+        with open(p, "ab") as f:
+            if f.tell() > 0:  # after a torn line: start a fresh one
+                with open(p, "rb") as r:
+                    r.seek(-1, os.SEEK_END)
+                    if r.read(1) != b"\n":
+                        f.write(b"\n")
+            f.write((json.dumps(record, sort_keys=True) + "\n").encode())
             f.flush()
 
     def read_metrics(self) -> list[dict]:
-        p = self.file("metrics.jsonl")
-        if not p.exists():
-            return []
-        return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+        return read_metrics_file(self.file("metrics.jsonl"))
 
-    def truncate_metrics(self, last_epoch: int):
-        """Drop records after ``last_epoch`` (a resumed run repeats the epochs after last.pt)."""
-        keep = [r for r in self.read_metrics() if r.get("epoch", 0) <= last_epoch]
+    def truncate_metrics(self, epochs_done: int):
+        """Keep the records of epochs 1..``epochs_done`` (a resumed run repeats the rest)."""
+        keep = [r for r in self.read_metrics() if r.get("epoch", 0) <= epochs_done]
         self.write_text("metrics.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in keep))
 
     def save(self, name: str, state: dict):
         with atomic_open(self.file(name), "wb") as f:
             torch.save(state, f)
+            crash_point("save")  # tests: killed after the write, before the rename
 
     def load(self, name: str) -> dict:
-        p = self.file(name)
-        if not p.is_file():
-            raise ConfigError(f"{p}: checkpoint not found")
-        return torch.load(p, map_location="cpu", weights_only=False)
+        return load_checkpoint(self.file(name))

@@ -1,174 +1,163 @@
-"""GraphSAINT minibatch training: sampled subgraphs in, full-graph evaluation out.
+"""The one training loop of every mode (GraphSAINT, distributed; shaDow-GNN plugs in the same way).
 
-An epoch is ``|V_train| / |V_s|`` iterations (the loader's length). Each iteration runs the
-complete model on one sampled subgraph with the normalized adjacency and loss weights of
-SPEC §1.2, clips the gradient norm at ``grad_clip`` and takes an Adam step. Every
-``eval_every`` epochs the model is evaluated on the full graph (layer by layer, row blocks);
-the best validation state is kept, and test metrics are reported for it at the end.
+A :class:`~scalegnn.train.modes.Mode` says where batches come from; this loop does the rest:
+build the model (``scalegnn.nn``) and the optimizer, run the epochs (each batch: forward, loss
+with the batch's loss weights, backward, the mode's gradient reduction, gradient clipping at
+``grad_clip``, an Adam step), evaluate every ``eval_every`` epochs, keep the best validation
+state, report test metrics for it at the end, and write the run directory.
+
+Exact resume: ``last.pt`` (:mod:`scalegnn.train.checkpoint`) holds the model, the optimizer,
+every rank's random-generator state, the batch stream's position and the running epoch's
+partial sums; it is written at every epoch end and, in modes that allow it, also mid-epoch once
+``checkpoint_seconds`` have passed since the last one. A run killed at any point and resumed
+from ``last.pt`` ends with the same numbers as the uninterrupted run (same seed and threads).
+
+Epochs are numbered from 1 everywhere a user sees them (metrics.jsonl, summary.json, console):
+epoch k is the k-th pass, and phase ``end: k`` trains through epoch k.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from scalegnn.config import Config
-from scalegnn.data.transforms import standardize_features
-from scalegnn.errors import ConfigError
+from scalegnn.errors import ConfigError, TrainingError
 from scalegnn.nn import build_model
 from scalegnn.nn.models import MODEL_OPTIONS
-from scalegnn.ops import SparseAdj
 from scalegnn.threads import keep_freed_memory
-from scalegnn.train.evaluate import full_graph_logits
-from scalegnn.train.metrics import compute_metrics
+from scalegnn.train import checkpoint as ckpt
+from scalegnn.faults import crash_point
+from scalegnn.train.modes import GraphSAINTMode, Mode
+from scalegnn.train.optim import Adam
 from scalegnn.train.rundir import RunDir
 
+COMMAND_ENV = "SCALEGNN_COMMAND"  # set by launchers: the user's command line, NUL-separated
 
 def seed_everything(seed: int):
     np.random.seed(seed % (2**32))
     torch.manual_seed(seed)
 
 
-class Trainer:
-    """Train a GNN on ``dataset`` with ``config``; write the run directory ``out_dir``.
+def resolve_device(device) -> torch.device:
+    """``cpu``, ``cuda[:N]`` or ``auto``; one line when CUDA is asked for and absent."""
+    name = str(device or "cpu")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"--device: {name!r} is not a device (cpu, cuda, cuda:N, auto)") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ConfigError(f"--device: {name!r} is not supported (cpu, cuda, cuda:N, auto)")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--device {name}: CUDA is not available here (torch "
+                              f"{torch.__version__}, CUDA build: {torch.version.cuda or 'no'})")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(f"--device {name}: only {torch.cuda.device_count()} CUDA devices")
+    return dev
 
-    >>> result = Trainer(dataset, Config.from_yaml("configs/cora_rw.yml"), "runs/cora").fit()
+
+class Trainer:
+    """Train a GNN on ``source`` (a Dataset: GraphSAINT mode, or a :class:`Mode`) with
+    ``config``; write the run directory ``out_dir`` (None: nothing is written).
+
+    >>> result = Trainer(dataset, Config.from_yaml("configs/shared/cora_rw.yml"), "runs/cora").fit()
     >>> result["test"]["accuracy"]
+
+    ``resume``: continue the run in ``out_dir`` from its ``last.pt`` (a run that died before its
+    first checkpoint starts over); ``overwrite``: replace the run in ``out_dir``.
+    ``run_info``: extra fields for run.json (the CLI records the data spec, split and threads).
     """
 
-    def __init__(self, dataset, config: Config | None = None, out_dir=None, *, seed: int = 0,
-                 device=None, progress: bool = True, resume: bool = False):
+    def __init__(self, source, config: Config | None = None, out_dir=None, *, seed: int = 0,
+                 device=None, progress: bool = True, resume: bool = False,
+                 overwrite: bool = False, run_info: dict | None = None):
         self.config = (config or Config()).validate()
+        self.device = resolve_device(device)
         keep_freed_memory()  # activations are reused buffers, not fresh pages, every step
-        if self.config.params["standardize"] and not dataset.meta.get("standardized"):
-            dataset = standardize_features(dataset)
-        self.dataset = dataset
         self.seed = int(seed)
-        self.device = torch.device(device or "cpu")
-        self.progress = progress
-        self.run = RunDir(out_dir, resume=resume) if out_dir is not None else None
-        self.resume = resume
+        self.mode = source if isinstance(source, Mode) else \
+            GraphSAINTMode(source, self.config, seed=self.seed)
+        self.config.validate_for_mode(self.mode.name)
         net, params = self.config.network, self.config.params
-        loss = net["loss"] or ("sigmoid" if dataset.multilabel else "softmax")
-        if (loss == "sigmoid") != dataset.multilabel:
-            raise ConfigError(f"network.loss: {loss!r} does not fit {dataset.name}, which is "
-                              f"{'multi' if dataset.multilabel else 'single'}-label "
-                              f"(use {'sigmoid' if dataset.multilabel else 'softmax'})")
+        loss = net["loss"] or ("sigmoid" if self.mode.multilabel else "softmax")
+        if (loss == "sigmoid") != self.mode.multilabel:
+            kind = "multi" if self.mode.multilabel else "single"
+            raise ConfigError(f"network.loss: {loss!r} does not fit {self.mode.dataset_name}, "
+                              f"which is {kind}-label (use "
+                              f"{'sigmoid' if self.mode.multilabel else 'softmax'})")
         net["loss"] = loss
         seed_everything(self.seed)
-        self.model = build_model(dataset.num_features, dataset.num_classes, model=net["model"],
-                                 hidden=net["dim"], arch=net["arch"], aggr=net["aggr"],
-                                 bias=net["bias"], act=net["act"], dropout=params["dropout"],
-                                 multilabel=dataset.multilabel,
-                                 **{k: net[k] for k in MODEL_OPTIONS if k in net}).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=params["lr"],
-                                          weight_decay=params["weight_decay"])
-        self._full_adj = None
+        self.model = build_model(self.mode.num_features, self.mode.num_classes,
+                                 model=net["model"], hidden=net["dim"], arch=net["arch"],
+                                 aggr=net["aggr"], bias=net["bias"], act=net["act"],
+                                 dropout=params["dropout"], multilabel=self.mode.multilabel,
+                                 **{k: net[k] for k in MODEL_OPTIONS if k in net})
+        self.model.to(device=self.device, dtype=self.mode.dtype)
+        self.mode.setup(self.model, self.seed)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = Adam(self.params, lr=params["lr"], weight_decay=params["weight_decay"])
+        self.progress = progress and self.mode.is_writer
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.resume = bool(resume) and self.out_dir is not None
+        self.extra_info = dict(run_info or {})
+        self.run = None
+        if self.out_dir is not None and self.mode.is_writer:
+            self.run = RunDir(self.out_dir, resume=self.resume, overwrite=overwrite)
         self.history: list[dict] = []
+        self._best_state = None
+        self._identity = None
 
-    # ------------------------------------------------------------------ evaluation
-    def full_adj(self) -> SparseAdj:
-        if self._full_adj is None:
-            self._full_adj = SparseAdj.from_graph(self.dataset.graph.row_normalized())
-        return self._full_adj
+    @property
+    def optim(self):
+        return self.optimizer
 
-    def evaluate(self, splits=("val",)) -> dict:
-        """Metrics per split from one full-graph inference pass (on the CPU)."""
-        model = self.model if self.device.type == "cpu" else _cpu_copy(self.model)
-        logits = full_graph_logits(model, self.dataset.graph, self.dataset.features,
-                                   self.config.params["eval_batch_rows"], adj=self.full_adj())
-        scores = model.predict(logits).numpy()
-        out = {}
-        for split in splits:
-            idx = getattr(self.dataset, f"{split}_idx")
-            out[split] = compute_metrics(self.dataset.labels[idx], scores[idx], self.dataset.multilabel)
-        return out
+    def identity(self) -> dict:
+        if self._identity is None:
+            self._identity = self.mode.identity()
+        return self._identity
 
-    # ------------------------------------------------------------------ training
-    def _loader(self, phase_index: int):
-        from scalegnn.sampling import GraphSAINTLoader  # noqa: PLC0415 (numba compile on first use)
-        params = self.config.params
-        phase = self.config.phases[phase_index]
-        threads = params["sampler_threads"] or torch.get_num_threads()
-        return GraphSAINTLoader(
-            self.dataset, phase["sampler"], self.config.sampler_params(phase),
-            transductive=params["transductive"], coverage=params["sample_coverage"],
-            normalize=params["norm_loss"] and params["norm_aggr"], seed=self.seed + 1000 * phase_index,
-            num_threads=threads, pool_depth=params["pool_depth"],
-            clip_multiple=params["clip_multiple"])
-
+    # ------------------------------------------------------------------ one step
     def train_step(self, batch) -> float:
+        """Forward, loss, backward, reduction across ranks, clip, Adam step; the global loss."""
         self.model.train()
-        adj = SparseAdj.from_graph(batch.adj, batch.adj_t_perm)
         batch.to(self.device)
         self.optimizer.zero_grad(set_to_none=True)
-        logits = self.model(batch.x, adj)
+        logits = self.mode.forward(self.model, batch)
         loss = self.model.loss(logits, batch.y, batch.loss_weight)
         loss.backward()
-        if self.config.params["grad_clip"] > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.params["grad_clip"])
-        self.optimizer.step()
-        return float(loss.detach())
+        value = self.mode.reduce(self.params, loss)
+        if math.isfinite(value):
+            if self.config.params["grad_clip"] > 0:
+                torch.nn.utils.clip_grad_norm_(self.params, self.config.params["grad_clip"])
+            self.optimizer.step()
+        return value
 
-    def fit(self) -> dict:
-        """Train all phases; return ``{"val": {...}, "test": {...}, "best_epoch": ..., ...}``."""
-        cfg, run = self.config, self.run
-        metric = self.dataset.metric
-        start_epoch, best = 0, {"epoch": -1, "value": -np.inf}
-        if self.resume:
-            start_epoch, best = self._restore()
-        elif run is not None:
-            run.write_text("config.yml", cfg.to_yaml())
-            run.write_json("run.json", self._run_info())
-        bar = _progress(cfg.epochs, start_epoch, self.progress)
-        t_fit = time.perf_counter()
-        totals = {"sample_s": 0.0, "compute_s": 0.0, "eval_s": 0.0, "presample_s": 0.0}
-        phase_idx, loader = None, None
-        try:
-            for epoch in range(start_epoch, cfg.epochs):
-                idx = next(i for i, p in enumerate(cfg.phases) if epoch < p["end"])
-                if idx != phase_idx:
-                    if loader is not None:
-                        loader.close()
-                    loader, phase_idx = self._loader(idx), idx
-                    totals["presample_s"] += loader.presample_seconds
-                rec = self._epoch(epoch, loader)
-                totals["sample_s"] += rec["sample_s"]
-                totals["compute_s"] += rec["compute_s"]
-                if (epoch + 1) % cfg.params["eval_every"] == 0 or epoch + 1 == cfg.epochs:
-                    t0 = time.perf_counter()
-                    rec["val"] = self.evaluate(("val",))["val"]
-                    rec["eval_s"] = time.perf_counter() - t0
-                    totals["eval_s"] += rec["eval_s"]
-                    value = rec["val"].get(metric, float("nan"))
-                    if value > best["value"]:
-                        best = {"epoch": epoch, "value": value}
-                        if run is not None:
-                            run.save("best.pt", {"model": self.model.state_dict(), "epoch": epoch,
-                                                 "val": rec["val"]})
-                        else:
-                            self._best_state = _clone_state(self.model)
-                self.history.append(rec)
-                if run is not None:
-                    run.append_metrics(rec)
-                    run.save("last.pt", self._state(epoch, best))
-                bar.update(1)
-                bar.set_postfix_str(_postfix(rec, metric))
-        finally:
-            bar.close()
-            if loader is not None:
-                loader.close()
-        return self._finish(best, totals, time.perf_counter() - t_fit)
+    def evaluate(self, splits=("val",)) -> dict:
+        return self.mode.evaluate(self.model, splits)
 
-    def _epoch(self, epoch: int, loader, on_batch=None) -> dict:
-        """One pass over ``loader``; ``on_batch(batch)`` (benchmarks) sees each batch first."""
-        losses, t_sample, t_compute = [], 0.0, 0.0
-        it = iter(loader)
+    def run_epoch(self, epoch: int, skip: int = 0, partial: dict | None = None, on_batch=None,
+                  checkpoint=None) -> dict:
+        """One pass over the mode's batches of 0-based ``epoch`` (after ``skip`` done ones
+        whose losses and times are in ``partial``). ``on_batch(batch)`` (benchmarks) sees each
+        batch first; ``checkpoint(epoch, i, partial)`` is offered a save after each batch."""
+        losses = list(partial["losses"]) if partial else []
+        t_sample = partial["sample_s"] if partial else 0.0
+        t_compute = partial["compute_s"] if partial else 0.0
+        t_pre = time.perf_counter()
+        total = self.mode.num_batches(epoch)  # may build the phase's loader (pre-sampling)
+        t_pre = time.perf_counter() - t_pre
+        it = self.mode.batches(epoch, skip)
+        i = skip
         while True:
             t0 = time.perf_counter()
             batch = next(it, None)
@@ -178,38 +167,189 @@ class Trainer:
                 break
             if on_batch is not None:
                 on_batch(batch)
-            losses.append(self.train_step(batch))
+            loss = self.train_step(batch)
             t_compute += time.perf_counter() - t1
-        return {"epoch": epoch, "loss": float(np.mean(losses)) if losses else float("nan"),
-                "iterations": len(losses), "sample_s": t_sample, "compute_s": t_compute}
+            if not math.isfinite(loss):
+                raise TrainingError(
+                    f"epoch {epoch + 1}, iteration {i + 1}: the training loss became {loss}; "
+                    f"lower params.lr (now {self.config.params['lr']}), keep params.grad_clip > 0, "
+                    f"or check the features for extreme values (last.pt holds the last good "
+                    f"checkpoint)")
+            losses.append(loss)
+            i += 1
+            crash_point("batch")
+            if checkpoint is not None and i < total:
+                checkpoint(epoch, i, {"losses": losses, "sample_s": t_sample,
+                                      "compute_s": t_compute})
+        rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"),
+               "iterations": len(losses), "sample_s": t_sample, "compute_s": t_compute}
+        if t_pre >= 0.01:
+            rec["presample_s"] = t_pre
+        return rec
 
-    # ------------------------------------------------------------------ state
-    def _state(self, epoch, best) -> dict:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "epoch": epoch, "best": best, "seed": self.seed,
-                "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state()}
+    # ------------------------------------------------------------------ the loop
+    def fit(self) -> dict:
+        """Train all phases; return ``{"val": {...}, "test": {...}, "best_epoch": ..., ...}``."""
+        try:
+            return self._fit()
+        finally:
+            self.mode.close()
+            if self.run is not None:
+                self.run.close()
 
-    def _restore(self):
-        state = self.run.load("last.pt")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["torch_rng"])
-        np.random.set_state(state["numpy_rng"])
-        self.run.truncate_metrics(state["epoch"])
-        self.history = self.run.read_metrics()
-        return state["epoch"] + 1, state["best"]
+    def _fit(self) -> dict:
+        cfg, run = self.config, self.run
+        metric = self.mode.metric
+        state = self._load_last() if self._has_checkpoint() else None
+        if state is not None and int(state["next_epoch"]) >= cfg.epochs and run is not None \
+                and run.file("summary.json").is_file():
+            return self._finished_summary()  # resuming a finished run changes nothing
+        start = self._restore(state) if state is not None else None
+        if start is None:
+            start = {"next_epoch": 0, "next_iter": 0, "partial": None,
+                     "best": {"epoch": 0, "value": -math.inf}, "totals": None}
+            if run is not None:
+                run.write_text("config.yml", cfg.to_yaml())
+                run.write_json("run.json", self._run_info())
+                run.truncate_metrics(0)
+        best = start["best"]
+        totals = start["totals"] or {"sample_s": 0.0, "compute_s": 0.0, "eval_s": 0.0,
+                                     "presample_s": 0.0}
+        bar = _progress(cfg.epochs, start["next_epoch"], self.progress)
+        t_fit = time.perf_counter()
+        last_save = [time.perf_counter()]
+        every = cfg.params["checkpoint_seconds"]
+
+        def mid_epoch(epoch, i, partial):
+            if self.mode.mid_epoch_checkpoints and time.perf_counter() - last_save[0] >= every:
+                self._save_last(epoch, i, partial, best, totals)
+                last_save[0] = time.perf_counter()
+
+        try:
+            for epoch in range(start["next_epoch"], cfg.epochs):
+                skip = start["next_iter"] if epoch == start["next_epoch"] else 0
+                partial = start["partial"] if epoch == start["next_epoch"] else None
+                rec = self.run_epoch(epoch, skip, partial, checkpoint=mid_epoch)
+                totals["presample_s"] += rec.get("presample_s", 0.0)
+                totals["sample_s"] += rec["sample_s"]
+                totals["compute_s"] += rec["compute_s"]
+                rec.update(self.mode.epoch_stats())
+                if (epoch + 1) % cfg.params["eval_every"] == 0 or epoch + 1 == cfg.epochs:
+                    t0 = time.perf_counter()
+                    rec["val"] = self.evaluate(("val",))["val"]
+                    rec["eval_s"] = time.perf_counter() - t0
+                    totals["eval_s"] += rec["eval_s"]
+                    crash_point("eval")
+                    value = rec["val"].get(metric, float("nan"))
+                    if value > best["value"]:
+                        best = {"epoch": epoch + 1, "value": value}
+                        self._save_best(epoch, rec["val"])
+                self.history.append(rec)
+                if run is not None:
+                    run.append_metrics(rec)
+                crash_point("metrics")
+                self._save_last(epoch + 1, 0, None, best, totals)
+                last_save[0] = time.perf_counter()
+                crash_point("epoch")
+                bar.update(1)
+                bar.set_postfix_str(_postfix(rec, metric))
+        finally:
+            bar.close()
+            self.mode.close()
+        return self._finish(best, totals, time.perf_counter() - t_fit)
+
+    # ------------------------------------------------------------------ checkpoints
+    def _has_checkpoint(self) -> bool:
+        return self.resume and (self.out_dir / "last.pt").is_file()
+
+    def _save_best(self, epoch: int, val: dict):
+        if self.out_dir is None:
+            self._best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        elif self.run is not None:
+            self.run.save("best.pt", {"format": ckpt.FORMAT, "identity": self.identity(),
+                                      "model": self.model.state_dict(), "epoch": epoch + 1,
+                                      "val": val})
+
+    def _save_last(self, next_epoch, next_iter, partial, best, totals):
+        rng = self.mode.gather(ckpt.rng_state())  # collective in distributed runs
+        if self.run is None:
+            return
+        state = {"format": ckpt.FORMAT, "identity": self.identity(), "next_epoch": next_epoch,
+                 "next_iter": next_iter, "model": self.model.state_dict(),
+                 "optimizer": self.optimizer.state_dict(), "best": dict(best),
+                 "totals": dict(totals), "mode": self.mode.state_dict(), "rng": rng,
+                 "seed": self.seed, "partial": None}
+        if partial is not None:
+            state["partial"] = {"losses": torch.tensor(partial["losses"], dtype=torch.float64),
+                                "sample_s": partial["sample_s"],
+                                "compute_s": partial["compute_s"]}
+        self.run.save("last.pt", state)
+
+    def _load_last(self) -> dict:
+        """``last.pt``, checked against this run (identity, shapes, ranks)."""
+        path = self.out_dir / "last.pt"
+        state = ckpt.load_checkpoint(path)
+        ckpt.check_identity(state, self.identity(), path)
+        rng = state.get("rng")
+        if not isinstance(rng, torch.Tensor) or rng.dim() != 2 or rng.shape[0] != self.mode.world:
+            raise ConfigError(f"{path}: checkpoint's random states do not fit a run of "
+                              f"{self.mode.world} rank(s)")
+        return state
+
+    def _restore(self, state: dict) -> dict:
+        """Apply a loaded ``last.pt``; the loop's start position."""
+        path = self.out_dir / "last.pt"
+        ckpt.load_model_state(self.model, state["model"], path)
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"{path}: optimizer state does not fit this model ({e})") from None
+        ckpt.set_rng_state(state["rng"][self.mode.rank])
+        self.mode.load_state_dict(state["mode"])
+        done = int(state["next_epoch"])  # epochs completed; the running one is rewritten
+        if self.run is not None:
+            self.run.truncate_metrics(done)
+            self.history = self.run.read_metrics()
+            self._note_resume(done)
+        partial = state["partial"]
+        if partial is not None:
+            partial = {"losses": partial["losses"].tolist(), "sample_s": partial["sample_s"],
+                       "compute_s": partial["compute_s"]}
+        return {"next_epoch": done, "next_iter": int(state["next_iter"]), "partial": partial,
+                "best": dict(state["best"]), "totals": dict(state["totals"])}
+
+    def _note_resume(self, done: int):
+        import json  # noqa: PLC0415
+        info = self.run.file("run.json")
+        data = json.loads(info.read_text()) if info.is_file() else self._run_info()
+        data.setdefault("resumed", []).append({"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                               "epochs_done": done, "argv": sys.argv})
+        self.run.write_json("run.json", data)
+
+    def _finished_summary(self) -> dict:
+        import json  # noqa: PLC0415
+        return json.loads(self.run.file("summary.json").read_text())
+
+    # ------------------------------------------------------------------ the end
+    def _load_best(self):
+        if self.run is not None and self.run.file("best.pt").is_file():
+            path = self.run.file("best.pt")
+            state = ckpt.load_checkpoint(path)
+            ckpt.check_identity(state, self.identity(), path)
+            ckpt.load_model_state(self.model, state["model"], path)
+        elif self._best_state is not None:
+            self.model.load_state_dict(self._best_state)
+        self.mode.sync_model(self.model)  # non-writing ranks take rank 0's best weights
 
     def _finish(self, best, totals, wall) -> dict:
-        if self.run is not None and self.run.file("best.pt").exists():
-            self.model.load_state_dict(self.run.load("best.pt")["model"])
-        elif getattr(self, "_best_state", None) is not None:
-            self.model.load_state_dict(self._best_state)
+        self._load_best()
         t0 = time.perf_counter()
         final = self.evaluate(("train", "val", "test"))
         totals["eval_s"] += time.perf_counter() - t0
-        summary = {"dataset": self.dataset.name, "metric": self.dataset.metric,
-                   "best_epoch": best["epoch"], "epochs": self.config.epochs, "seed": self.seed,
-                   **final, "time": {"wall_s": wall, **totals}}
+        summary = {"mode": self.mode.name, "dataset": self.mode.dataset_name,
+                   "metric": self.mode.metric, "best_epoch": best["epoch"],
+                   "epochs": self.config.epochs, "seed": self.seed, **final,
+                   "time": {"wall_s": wall, **totals}, **self.mode.summary_extra()}
         if self.run is not None:
             self.run.write_json("summary.json", summary)
             from scalegnn.report import plot_run  # noqa: PLC0415 (matplotlib is optional)
@@ -217,19 +357,18 @@ class Trainer:
         return summary
 
     def _run_info(self) -> dict:
-        return {"dataset": self.dataset.name, "source": str(self.dataset.source), "seed": self.seed,
+        import numba  # noqa: PLC0415
+
+        import scalegnn  # noqa: PLC0415
+        return {"mode": self.mode.name, "seed": self.seed,
                 "torch_threads": torch.get_num_threads(), "device": str(self.device),
-                "python": platform.python_version(), "torch": torch.__version__,
-                "argv": sys.argv, "pid": os.getpid()}
-
-
-def _cpu_copy(model):
-    import copy  # noqa: PLC0415
-    return copy.deepcopy(model).cpu()
-
-
-def _clone_state(model) -> dict:
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+                "world_size": self.mode.world, "python": platform.python_version(),
+                "torch": torch.__version__, "numpy": np.__version__, "numba": numba.__version__,
+                "scalegnn": scalegnn.__version__, "host": platform.node(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "argv": os.environ.get(COMMAND_ENV, "").split("\0") if os.environ.get(COMMAND_ENV)
+                else sys.argv,
+                "pid": os.getpid(), **self.mode.run_info(), **self.extra_info}
 
 
 def _progress(total, initial, enabled):
@@ -246,3 +385,18 @@ def _postfix(rec, metric) -> str:
     if "eval_s" in rec:
         s += f" eval={rec['eval_s']:.1f}s"
     return s
+
+
+def format_summary(result: dict, run_dir=None) -> str:
+    """The console summary every mode prints at the end of a run."""
+    metric = result["metric"]
+    lines = [f"dataset {result['dataset']} ({result.get('mode', 'graphsaint')}): best epoch "
+             f"{result['best_epoch']}/{result['epochs']}, wall {result['time']['wall_s']:.1f}s"]
+    for split in ("val", "test"):
+        m = result.get(split) or {}
+        keys = [k for k in ("f1_micro", "f1_macro", "accuracy", "roc_auc") if k in m]
+        lines.append(f"  {split:5s} " + "  ".join(f"{k}={m[k]:.4f}" for k in keys))
+    where = f"; run directory: {run_dir}" if run_dir is not None else ""
+    lines.append(f"  test {metric} = {(result.get('test') or {}).get(metric, float('nan')):.4f}"
+                 f"{where}")
+    return "\n".join(lines)

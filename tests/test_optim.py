@@ -1,8 +1,8 @@
-"""The ranks' Adam follows torch.optim.Adam step for step, and its state round-trips."""
+"""The training Adam (every mode) follows torch.optim.Adam step for step, and its state round-trips."""
 
 import torch
 
-from scalegnn.dist.optim import Adam
+from scalegnn.train.optim import Adam
 
 
 def _run(opt_cls, steps, wd, state=None):

@@ -1,0 +1,186 @@
+"""Training modes: where a run's batches come from. The one loop is :class:`scalegnn.train.Trainer`.
+
+A mode gives the trainer, for the rank it runs on: the task (features, classes, metric), a
+stream of :class:`~scalegnn.batch.Batch` per epoch whose position can be saved and restored, the
+forward of a model on a batch, the gradient reduction across ranks, and evaluation. Everything
+else (config, model zoo, optimizer, checkpoints, exact resume, run directory, progress bar,
+metrics, report) is the trainer's and is the same for every mode.
+
+* :class:`GraphSAINTMode` — sampled node-induced subgraphs (one loader per phase, pre-sampled
+  normalization), full-graph layer-wise evaluation.
+* ``scalegnn.dist.mode.DistributedMode`` — one rank's partition with boundary exchange.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from scalegnn.data.transforms import standardize_features
+from scalegnn.ops import SparseAdj
+from scalegnn.train.checkpoint import dataset_fingerprint
+from scalegnn.train.evaluate import full_graph_logits
+from scalegnn.train.metrics import compute_metrics
+
+
+class Mode:
+    """The interface the trainer drives (defaults fit a single process)."""
+
+    name = "mode"
+    rank, world = 0, 1
+    dtype = torch.float32
+    mid_epoch_checkpoints = True
+    """May the trainer checkpoint between batches (False where ranks must agree on when)."""
+
+    # task: num_features, num_classes, multilabel, metric, dataset_name (set by subclasses)
+
+    @property
+    def is_writer(self) -> bool:
+        """Writes the run directory and shows the progress bar."""
+        return self.rank == 0
+
+    def identity(self) -> dict:
+        """What a checkpoint must match to be loaded into this run."""
+        raise NotImplementedError
+
+    def run_info(self) -> dict:
+        return {}
+
+    def setup(self, model, seed: int) -> None:
+        """Called once the model is built (same initial weights on every rank)."""
+
+    def num_batches(self, epoch: int) -> int:
+        raise NotImplementedError
+
+    def batches(self, epoch: int, skip: int = 0):
+        """Iterator over epoch ``epoch``'s batches after the first ``skip`` (resumed epochs)."""
+        raise NotImplementedError
+
+    def forward(self, model, batch) -> torch.Tensor:
+        raise NotImplementedError
+
+    def reduce(self, params, loss: torch.Tensor) -> float:
+        """After backward: make ``.grad`` the gradient of the global loss; return that loss."""
+        return float(loss.detach())
+
+    def evaluate(self, model, splits) -> dict:
+        raise NotImplementedError
+
+    def epoch_stats(self) -> dict:
+        """Extra fields of this epoch's metrics record."""
+        return {}
+
+    def summary_extra(self) -> dict:
+        return {}
+
+    def gather(self, t: torch.Tensor) -> torch.Tensor:
+        """Every rank's ``t`` (same shape) stacked in rank order."""
+        return t.unsqueeze(0)
+
+    def sync_model(self, model) -> None:
+        """Make every rank's weights rank 0's."""
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Position the batch stream as saved (applied when the stream is next used)."""
+
+    def close(self) -> None:
+        """Release threads and processes (idempotent)."""
+
+
+class GraphSAINTMode(Mode):
+    """GraphSAINT minibatches: one :class:`~scalegnn.sampling.GraphSAINTLoader` per phase (its
+    stream continues across the phase's epochs), evaluation on the full graph."""
+
+    name = "graphsaint"
+
+    def __init__(self, dataset, config, *, seed: int = 0):
+        if config.params["standardize"] and not dataset.meta.get("standardized"):
+            dataset = standardize_features(dataset)
+        self.dataset, self.config, self.seed = dataset, config, int(seed)
+        self.num_features, self.num_classes = dataset.num_features, dataset.num_classes
+        self.multilabel, self.metric = dataset.multilabel, dataset.metric
+        self.dataset_name = dataset.name
+        self._loader, self._phase, self._pending = None, None, None
+        self._full_adj = None
+
+    def identity(self) -> dict:
+        return {"mode": self.name, "dataset": dataset_fingerprint(self.dataset), "plan": None,
+                "world": 1}
+
+    def run_info(self) -> dict:
+        return {"dataset": self.dataset.name, "source": str(self.dataset.source)}
+
+    # -------------------------------------------------------------- batches
+    def phase_index(self, epoch: int) -> int:
+        return next((i for i, p in enumerate(self.config.phases) if epoch < p["end"]),
+                    len(self.config.phases) - 1)
+
+    def make_loader(self, phase_index: int):
+        from scalegnn.sampling import GraphSAINTLoader  # noqa: PLC0415 (numba compile on first use)
+        params = self.config.params
+        phase = self.config.phases[phase_index]
+        threads = params["sampler_threads"] or torch.get_num_threads()
+        return GraphSAINTLoader(
+            self.dataset, phase["sampler"], self.config.sampler_params(phase),
+            transductive=params["transductive"], coverage=params["sample_coverage"],
+            normalize=params["norm_loss"] and params["norm_aggr"],
+            seed=self.seed + 1000 * phase_index, num_threads=threads,
+            pool_depth=params["pool_depth"], clip_multiple=params["clip_multiple"])
+
+    def loader(self, epoch: int):
+        """The loader of ``epoch``'s phase, positioned where the stream stands."""
+        idx = self.phase_index(epoch)
+        if idx != self._phase:
+            self.close()
+            self._loader, self._phase = self.make_loader(idx), idx
+            if self._pending and self._pending["phase"] == idx:
+                self._loader.seek(self._pending["position"])
+            self._pending = None
+        return self._loader
+
+    def num_batches(self, epoch: int) -> int:
+        return len(self.loader(epoch))
+
+    def batches(self, epoch: int, skip: int = 0):
+        loader = self.loader(epoch)
+        for _ in range(len(loader) - skip):
+            yield loader.next_batch()
+
+    def state_dict(self) -> dict:
+        if self._loader is None:
+            return dict(self._pending or {})
+        return {"phase": self._phase, "position": self._loader.position}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.close()
+        self._loader, self._phase = None, None
+        self._pending = {"phase": int(state["phase"]), "position": int(state["position"])} \
+            if state else None
+
+    def close(self) -> None:
+        if self._loader is not None:
+            self._loader.close()
+
+    # -------------------------------------------------------------- model
+    def forward(self, model, batch) -> torch.Tensor:
+        return model(batch.x, SparseAdj.from_graph(batch.adj, batch.adj_t_perm))
+
+    def full_adj(self) -> SparseAdj:
+        if self._full_adj is None:
+            self._full_adj = SparseAdj.from_graph(self.dataset.graph.row_normalized())
+        return self._full_adj
+
+    def evaluate(self, model, splits) -> dict:
+        """Metrics per split from one layer-wise full-graph pass on the CPU."""
+        if next(model.parameters()).device.type != "cpu":
+            import copy  # noqa: PLC0415
+            model = copy.deepcopy(model).cpu()
+        logits = full_graph_logits(model, self.dataset.graph, self.dataset.features,
+                                   self.config.params["eval_batch_rows"], adj=self.full_adj())
+        scores = model.predict(logits).numpy()
+        ds = self.dataset
+        return {s: compute_metrics(ds.labels[getattr(ds, f"{s}_idx")],
+                                   scores[getattr(ds, f"{s}_idx")], ds.multilabel)
+                for s in splits}
