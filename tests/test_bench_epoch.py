@@ -35,7 +35,7 @@ def test_epoch_lines_and_summary(capsys, folder):
     recs = _run(capsys, TINY + ["--data", str(folder), "--epochs", "2"])
     assert (folder / "adj_full.npz").is_file()          # built once, reused by later tests
     epochs, summary = recs[:-1], recs[-1]
-    assert [r["epoch"] for r in epochs] == [0, 1] and summary["summary"] is True
+    assert [r["epoch"] for r in epochs] == [1, 2] and summary["summary"] is True
     for r in epochs:
         assert r["iterations"] == summary["iterations_per_epoch"] >= 1
         assert r["wait_s"] >= 0 and r["compute_s"] > 0 and r["spmm_s"] > 0
@@ -91,7 +91,7 @@ def test_omp_wait_policy_runs_in_a_child(capsys, folder, monkeypatch):
     argv = [a for a in TINY if a not in ("--omp-wait", "inherit")]
     recs = _run(capsys, argv + ["--data", str(folder), "--epochs", "1", "--omp-wait", "passive"])
     assert recs[-1]["summary"] and recs[-1]["omp_wait_policy"] == "PASSIVE"
-    assert recs[0]["epoch"] == 0 and recs[0]["iterations"] >= 1
+    assert recs[0]["epoch"] == 1 and recs[0]["iterations"] >= 1
 
 
 def test_bad_arguments_are_config_errors(folder):

@@ -8,10 +8,11 @@ import os as _os
 # torch is first imported; a user's explicit setting wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from scalegnn.errors import ScaleGNNError, DataError, GraphError, ConfigError, PlanError, DistError
+from scalegnn.errors import (ScaleGNNError, DataError, GraphError, ConfigError, PlanError, DistError,
+                             TrainingError)
 from scalegnn.graph import Graph
 
 __version__ = "0.1.0"
 
 __all__ = ["Graph", "ScaleGNNError", "DataError", "GraphError", "ConfigError", "PlanError", "DistError",
-           "__version__"]
+           "TrainingError", "__version__"]

@@ -146,7 +146,7 @@ def time_epoch(trainer, loader, epoch: int) -> dict:
     wall = time.perf_counter() - t_start
     cpu = time.process_time() - c_start
     wait, compute = rec["sample_s"], rec["compute_s"]
-    return {"bench": "epoch", "epoch": epoch, "wall_s": wall, "iterations": rec["iterations"],
+    return {"bench": "epoch", "epoch": epoch + 1, "wall_s": wall, "iterations": rec["iterations"],
             "wait_s": wait, "compute_s": compute, "other_s": wall - wait - compute,
             "spmm_s": tm["seconds"], "spmm_calls": tm["calls"], "cpu_s": cpu,
             "wait_share": wait / wall if wall > 0 else 0.0,

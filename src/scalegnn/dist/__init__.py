@@ -3,8 +3,10 @@
 ``partition`` (node -> part: METIS / random; plan writer for any assignment), ``plan``
 (PartitionPlan: the on-disk format), ``exchange`` (boundary exchange autograd Functions and
 per-epoch boundary sampling), ``forward`` (overlapped forward: inner SpMM while messages fly),
-``config`` (DistConfig), ``trainer`` (DistTrainer: one rank), ``launch`` (torchrun entry
-points), ``dataload`` (dataset seam).
+``mode`` (DistributedMode: one rank's partition as a Batch, run by the one training loop
+``scalegnn.train.Trainer``), ``launch`` (rank entry point and the local supervisor behind
+``scalegnn dist-train``), ``dataload`` (dataset seam). Configuration: the ``distributed:`` section
+of the one config schema (``scalegnn.config``).
 """
 from scalegnn.dist.plan import PartitionPlan, RankPart
 

@@ -81,8 +81,8 @@ class DistributedMode(Mode):
         n_in = part.num_inner
         self.batch = Batch(
             nodes=np.asarray(part.inner), x=x, y=y,
-            adj=Graph(np.asarray(part.indptr), np.asarray(part.indices),
-                      num_cols=n_in + part.num_boundary),
+            adj=Graph(np.asarray(part.indptr), np.asarray(part.indices),  # no copy
+                      num_cols=n_in + part.num_boundary, validate=False),  # RankPart checked it
             col_nodes=np.concatenate([np.asarray(part.inner), np.asarray(part.boundary)]),
             loss_weight=torch.as_tensor(w, dtype=self.dtype, device=self.device),
             meta={"rank": rank})

@@ -39,7 +39,7 @@ from scalegnn.train.modes import GraphSAINTMode, Mode
 from scalegnn.train.optim import Adam
 from scalegnn.train.rundir import RunDir
 
-COMMAND_ENV = "SCALEGNN_COMMAND"  # set by launchers: the user's command line, NUL-separated
+COMMAND_ENV = "SCALEGNN_COMMAND"  # set by launchers: the user's command line, \x1f-separated
 
 def seed_everything(seed: int):
     np.random.seed(seed % (2**32))
@@ -201,14 +201,16 @@ class Trainer:
         cfg, run = self.config, self.run
         metric = self.mode.metric
         state = self._load_last() if self._has_checkpoint() else None
-        if state is not None and int(state["next_epoch"]) >= cfg.epochs and run is not None \
-                and run.file("summary.json").is_file():
+        if state is not None and int(state["next_epoch"]) >= cfg.epochs \
+                and (self.out_dir / "summary.json").is_file():  # the same answer on every rank
             return self._finished_summary()  # resuming a finished run changes nothing
         start = self._restore(state) if state is not None else None
         if start is None:
             start = {"next_epoch": 0, "next_iter": 0, "partial": None,
                      "best": {"epoch": 0, "value": -math.inf}, "totals": None}
-            if run is not None:
+            if run is not None:  # a new run, or one that died before its first checkpoint
+                for stale in ("best.pt", "summary.json", "report.png"):
+                    run.file(stale).unlink(missing_ok=True)
                 run.write_text("config.yml", cfg.to_yaml())
                 run.write_json("run.json", self._run_info())
                 run.truncate_metrics(0)
@@ -328,7 +330,12 @@ class Trainer:
 
     def _finished_summary(self) -> dict:
         import json  # noqa: PLC0415
-        return json.loads(self.run.file("summary.json").read_text())
+        path = self.out_dir / "summary.json"
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            raise ConfigError(f"{path}: damaged (not JSON); delete it and --resume again to "
+                              f"re-run the final evaluation") from None
 
     # ------------------------------------------------------------------ the end
     def _load_best(self):
@@ -366,7 +373,7 @@ class Trainer:
                 "torch": torch.__version__, "numpy": np.__version__, "numba": numba.__version__,
                 "scalegnn": scalegnn.__version__, "host": platform.node(),
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "argv": os.environ.get(COMMAND_ENV, "").split("\0") if os.environ.get(COMMAND_ENV)
+                "argv": os.environ.get(COMMAND_ENV, "").split("\x1f") if os.environ.get(COMMAND_ENV)
                 else sys.argv,
                 "pid": os.getpid(), **self.mode.run_info(), **self.extra_info}
 
