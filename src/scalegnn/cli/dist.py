@@ -77,7 +77,7 @@ def run(args) -> int:
     try:
         env = dict(os.environ)
         env[LOCK_ENV] = str(run.path.resolve())
-        env[COMMAND_ENV] = "\0".join(["scalegnn", *sys.argv[1:]])
+        env[COMMAND_ENV] = "\x1f".join(["scalegnn", *sys.argv[1:]])  # no NUL in env
         return supervise(args.nprocs, _worker_argv(args, spec, plan_dir, run.path), env=env)
     finally:
         run.close()

@@ -154,15 +154,16 @@ def supervise(nprocs: int, worker_argv: list[str], *, env=None) -> int:
     """Run ``nprocs`` local ranks to the end. Returns 0, or the exit status of the first rank
     that failed (its one-line error is already on stderr); the other ranks are then stopped."""
     procs = spawn_local(nprocs, worker_argv, env=env)
-    failed = None
+    failed, deadline = None, None
     try:
         while True:
             codes = [p.poll() for p in procs]
             bad = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
-            if bad and failed is None:
-                failed = bad[0]
-                deadline = time.time() + STOP_GRACE_S
-            if failed is not None and time.time() > deadline:
+            if bad:
+                # a rank killed by a signal is the cause; the others only lost their peer
+                failed = min(bad, key=lambda rc: (rc[1] >= 0, rc[0]))
+                deadline = deadline or time.time() + STOP_GRACE_S
+            if deadline is not None and time.time() > deadline:
                 break
             if all(c is not None for c in codes):
                 break

@@ -90,6 +90,10 @@ class RunDir:
         if overwrite and not resume:
             for name in RUN_FILES:
                 (self.path / name).unlink(missing_ok=True)
+        if self._lock_fd is not None:  # temporaries of writes killed before their rename
+            for tmp in self.path.glob(".*.tmp"):
+                if any(tmp.name.startswith(f".{name}.") for name in RUN_FILES):
+                    tmp.unlink(missing_ok=True)
 
     # -------------------------------------------------------------- lock
     def lock(self):

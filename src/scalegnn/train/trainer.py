@@ -173,8 +173,9 @@ class Trainer:
                 raise TrainingError(
                     f"epoch {epoch + 1}, iteration {i + 1}: the training loss became {loss}; "
                     f"lower params.lr (now {self.config.params['lr']}), keep params.grad_clip > 0, "
-                    f"or check the features for extreme values (last.pt holds the last good "
-                    f"checkpoint)")
+                    f"or check the features for extreme values" + (
+                        " (last.pt holds the last good checkpoint)" if self.out_dir is not None
+                        and (self.out_dir / "last.pt").is_file() else ""))
             losses.append(loss)
             i += 1
             crash_point("batch")
@@ -201,6 +202,8 @@ class Trainer:
         cfg, run = self.config, self.run
         metric = self.mode.metric
         state = self._load_last() if self._has_checkpoint() else None
+        if state is not None:  # a config whose model does not fit is refused even when finished
+            ckpt.load_model_state(self.model, state["model"], self.out_dir / "last.pt")
         if state is not None and int(state["next_epoch"]) >= cfg.epochs \
                 and (self.out_dir / "summary.json").is_file():  # the same answer on every rank
             return self._finished_summary()  # resuming a finished run changes nothing
