@@ -111,8 +111,11 @@ class GraphSAINTNet(NodeClassifier):
             d = layer.output_dim
         self.make_classifier(d, num_classes, dropout)
 
-    def embed(self, x: torch.Tensor, adj: SparseAdj | None, exchange=None) -> torch.Tensor:
-        h = x
+    def layer_outputs(self, x: torch.Tensor, adj: SparseAdj | None,
+                      exchange=None) -> list[torch.Tensor]:
+        """``[H^(1), …, H^(L)]``: every layer's output, before the normalize (shaDow's
+        residual readouts combine them)."""
+        h, outs = x, []
         for i, layer in enumerate(self.layers):
             if layer.order > 0:
                 if exchange is not None:
@@ -120,7 +123,11 @@ class GraphSAINTNet(NodeClassifier):
                 h = layer(h, adj, adj.num_rows)
             else:
                 h = layer(h, None)
-        return F.normalize(h, p=2, dim=1)
+            outs.append(h)
+        return outs
+
+    def embed(self, x: torch.Tensor, adj: SparseAdj | None, exchange=None) -> torch.Tensor:
+        return F.normalize(self.layer_outputs(x, adj, exchange)[-1], p=2, dim=1)
 
 
 def layer_plan(arch, layers: int, model: str) -> list[int]:
@@ -173,7 +180,9 @@ class GraphStackNet(NodeClassifier):
     def readout(self, outs: list[torch.Tensor]) -> torch.Tensor:
         return outs[-1]
 
-    def embed(self, x: torch.Tensor, adj: SparseAdj | None, exchange=None) -> torch.Tensor:
+    def layer_outputs(self, x: torch.Tensor, adj: SparseAdj | None,
+                      exchange=None) -> list[torch.Tensor]:
+        """``[H^(1), …, H^(L)]``: every layer's output, before the readout and normalize."""
         h, outs = x, []
         for i, (kind, layer) in enumerate(zip(self.plan, self.layers)):
             if kind:
@@ -183,7 +192,10 @@ class GraphStackNet(NodeClassifier):
             else:
                 h = layer(h, None)
             outs.append(h)
-        return F.normalize(self.readout(outs), p=2, dim=1)
+        return outs
+
+    def embed(self, x: torch.Tensor, adj: SparseAdj | None, exchange=None) -> torch.Tensor:
+        return F.normalize(self.readout(self.layer_outputs(x, adj, exchange)), p=2, dim=1)
 
     def reset_parameters(self):
         for m in list(self.layers) + [self.classifier]:

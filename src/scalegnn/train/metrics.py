@@ -1,4 +1,5 @@
-"""Classification metrics (no scikit-learn needed): F1-micro/macro, accuracy, ROC-AUC.
+"""Classification metrics (no scikit-learn needed): F1-micro/macro, accuracy, ROC-AUC; and the
+link-prediction ranking metrics Hits@K and MRR (OGB's definitions, see :func:`hits_at_k`).
 
 ``compute_metrics(y_true, scores, multilabel)`` takes labels (int class ids, or a 0/1 matrix for
 multi-label tasks) and scores (probabilities or logits, one column per class) and returns a plain
@@ -73,4 +74,77 @@ def compute_metrics(y_true: np.ndarray, scores: np.ndarray, multilabel: bool) ->
     out = {"f1_micro": micro, "f1_macro": macro, "accuracy": float((pred == y_true).mean())}
     if c == 2:
         out["roc_auc"] = roc_auc(y_true == 1, scores[:, 1] - scores[:, 0])
+    return out
+
+
+# ---------------------------------------------------------------------- link prediction
+def _link_scores(pos_scores, neg_scores):
+    pos = np.asarray(pos_scores, dtype=np.float64).reshape(-1)
+    neg = np.asarray(neg_scores, dtype=np.float64)
+    if neg.ndim == 2 and neg.shape[0] != pos.shape[0]:
+        raise ValueError(f"per-positive negative scores have {neg.shape[0]} rows, expected "
+                         f"{pos.shape[0]} (one per positive)")
+    if neg.ndim not in (1, 2):
+        raise ValueError(f"negative scores must be 1-D (shared) or 2-D (per positive), got "
+                         f"shape {neg.shape}")
+    return pos, neg
+
+
+def link_ranks(pos_scores, neg_scores) -> np.ndarray:
+    """Rank of each positive among its negatives, ties averaged (OGB's ``_eval_mrr``).
+
+    ``rank_i = 1 + #{negatives > pos_i} + 0.5 * #{negatives == pos_i}``: the mean of the
+    optimistic and the pessimistic rank, so a constant scorer earns no credit for ties.
+    ``neg_scores`` is 1-D (one set of negatives shared by every positive, ogbl-collab style) or
+    2-D of shape (P, K) (row i holds positive i's own negatives, ogbl-citation2 style).
+    """
+    pos, neg = _link_scores(pos_scores, neg_scores)
+    if neg.ndim == 1:
+        srt = np.sort(neg)
+        below_or_equal = np.searchsorted(srt, pos, side="right")
+        below = np.searchsorted(srt, pos, side="left")
+        greater = srt.size - below_or_equal
+        equal = below_or_equal - below
+    else:
+        col = pos[:, None]
+        greater = (neg > col).sum(1)
+        equal = (neg == col).sum(1)
+    return 1.0 + greater + 0.5 * equal
+
+
+def hits_at_k(pos_scores, neg_scores, k: int) -> float:
+    """Hits@K: the fraction of positive edges ranked within the top K.
+
+    Shared (1-D) negatives, OGB's ogbl-collab ``_eval_hits``: the fraction of positives scored
+    *strictly* above the K-th highest negative score (ties with it count as misses); 1.0 when
+    there are fewer than K negatives. Per-positive (2-D) negatives, OGB's ogbl-citation2 rule:
+    the fraction of positives whose tie-averaged :func:`link_ranks` is <= K.
+    """
+    if int(k) < 1:
+        raise ValueError(f"hits_at_k: k must be >= 1, got {k}")
+    pos, neg = _link_scores(pos_scores, neg_scores)
+    if pos.size == 0:
+        return float("nan")
+    if neg.ndim == 2:
+        return float((link_ranks(pos, neg) <= k).mean())
+    if neg.size < k:
+        return 1.0
+    kth = np.partition(neg, neg.size - k)[neg.size - k]  # K-th highest
+    return float((pos > kth).mean())
+
+
+def mrr(pos_scores, neg_scores_per_pos) -> float:
+    """Mean reciprocal rank: mean over positives of ``1 / link_ranks`` (ties averaged, as OGB).
+
+    With shared (1-D) negatives every positive is ranked against all of them; with a (P, K)
+    matrix positive i is ranked against row i only.
+    """
+    ranks = link_ranks(pos_scores, neg_scores_per_pos)
+    return float((1.0 / ranks).mean()) if ranks.size else float("nan")
+
+
+def link_metrics(pos_scores, neg_scores, ks=(20, 50, 100)) -> dict:
+    """``{"hits@20": ..., "hits@50": ..., "hits@100": ..., "mrr": ...}`` for one split."""
+    out = {f"hits@{int(k)}": hits_at_k(pos_scores, neg_scores, int(k)) for k in ks}
+    out["mrr"] = mrr(pos_scores, neg_scores)
     return out

@@ -1,0 +1,162 @@
+"""``ShadowNet``: shaDow-GNN's model: per branch a backbone GNN from :mod:`scalegnn.nn` run on
+the branch's block-diagonal stack of target subgraphs, a residual combination of its layer
+outputs, ``F.normalize``, a readout per target; an attention ensemble over the branches; a
+linear classifier.
+
+For branch r (its own backbone, layer outputs ``H_r^(1..L)`` on ``(x_r, adj_r)``)::
+
+    Z_r = normalize( residual(H_r^(1), …, H_r^(L)) )        (L2 per row)
+    e_r = readout(Z_r, segment_r, center_r, center2_r)       (B, d_e)
+
+Ensemble of R > 1 branches (shaDow-GNN's attention; one weight vector per target)::
+
+    s_r = qᵀ tanh(W e_r + b),   w = softmax_r(s),   e = Σ_r w_r e_r
+
+(R = 1: ``e = e_1``). Logits = ``classifier(e)``, an order-0 GraphSAINT layer with identity
+activation and plain bias (as :meth:`scalegnn.nn.models.NodeClassifier.make_classifier`).
+
+Every operation before the readout is row-local or propagates along ``adj``, which is
+block-diagonal, and the readout pools within blocks: so target k's logits depend on block k
+alone, and a batch of B blocks gives the same numbers as B batches of one block (the property
+the tests check, and what makes minibatching over targets correct).
+
+``residual='none'`` uses the backbone's own readout of its layer outputs (the last one; for
+``jk`` its jumping-knowledge combination). ``layers=L > 0`` gives L graph layers for every
+family (for ``saint``: arch ``1-1-…-1``), ``arch`` otherwise. L may exceed the hop count of
+the extractor (e.g. 5 layers on 2-hop subgraphs).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from scalegnn.errors import ConfigError
+from scalegnn.nn.models import build_model, weighted_loss
+from scalegnn.nn.saint import SAINTLayer
+from scalegnn.shadow.readout import Readout, Residual
+
+
+class BranchAttention(nn.Module):
+    """``e = Σ_r softmax_r(qᵀ tanh(W e_r + b)) e_r`` over R branch vectors of width ``dim``."""
+
+    def __init__(self, dim: int, att_dim: int | None = None):
+        super().__init__()
+        att_dim = int(att_dim or dim)
+        self.proj = nn.Linear(dim, att_dim)
+        self.query = nn.Parameter(torch.empty(att_dim))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        nn.init.xavier_uniform_(self.proj.weight)
+        nn.init.zeros_(self.proj.bias)
+        bound = 1.0 / math.sqrt(self.query.shape[0])
+        nn.init.uniform_(self.query, -bound, bound)
+
+    def weights(self, vectors: torch.Tensor) -> torch.Tensor:
+        """``vectors`` (B, R, d) -> attention weights (B, R), each row summing to 1."""
+        return torch.softmax(torch.tanh(self.proj(vectors)) @ self.query, dim=1)
+
+    def forward(self, vectors: torch.Tensor) -> torch.Tensor:
+        """``vectors`` (B, R, d) -> (B, d)."""
+        return (self.weights(vectors)[:, :, None] * vectors).sum(1)
+
+
+def check_branches(branches) -> int:
+    if isinstance(branches, bool) or not isinstance(branches, int) or branches < 1:
+        raise ConfigError(f"shadow.branches: must be a positive integer, got {branches!r}")
+    return branches
+
+
+class ShadowNet(nn.Module):
+    """shaDow-GNN model; ``forward(branches) -> logits (B, num_classes)`` where ``branches`` is
+    a list of ``(x, adj, segment, center, center2)``, one per branch (``center2`` None unless
+    ``pair``). Family options (``heads``, ``powers``, ``jk_mode``, ``gin_weights``) go to
+    :func:`scalegnn.nn.build_model`."""
+
+    def __init__(self, in_dim: int, num_classes: int, *, branches: int = 1,
+                 backbone: str = "saint", hidden: int = 256, arch="1-0-1-0", layers: int = 0,
+                 readout: str = "center", residual: str = "none", aggr: str = "concat",
+                 bias: str = "norm", act: str = "relu", dropout: float = 0.0,
+                 multilabel: bool = False, pair: bool = False, **options):
+        super().__init__()
+        self.num_branches = check_branches(branches)
+        self.multilabel, self.pair = multilabel, bool(pair)
+        self.residual = Residual(residual)
+        if int(layers) < 0:
+            raise ConfigError(f"network.layers: must be >= 0 (0 = depth from network.arch), "
+                              f"got {layers}")
+        if backbone == "saint" and int(layers) > 0:
+            arch = "-".join(["1"] * int(layers))
+        self.backbones = nn.ModuleList()
+        for _ in range(self.num_branches):
+            net = build_model(in_dim, num_classes, model=backbone, hidden=hidden, arch=arch,
+                              layers=layers, aggr=aggr, bias=bias, act=act, dropout=dropout,
+                              multilabel=multilabel, **options)
+            del net.classifier    # shaDow has its own head: no unused parameters
+            self.backbones.append(net)
+        dims = [layer.output_dim for layer in self.backbones[0].layers]
+        node_dim = self.backbones[0].embed_dim if residual == "none" \
+            else self.residual.output_dim(dims)
+        self.readout = Readout(readout, node_dim, pair=self.pair)
+        self.embed_dim = self.readout.output_dim
+        self.attention = BranchAttention(self.embed_dim) if self.num_branches > 1 else None
+        self.classifier = SAINTLayer(self.embed_dim, num_classes, 0, "concat", "bias",
+                                     "identity", float(dropout))
+
+    def node_embeddings(self, r: int, x: torch.Tensor, adj) -> torch.Tensor:
+        """``Z_r``: branch r's L2-normalized node vectors after the residual combination."""
+        net = self.backbones[r]
+        outs = net.layer_outputs(x, adj)
+        if self.residual.mode == "none" and hasattr(net, "readout"):
+            h = net.readout(outs)     # the family's own readout (JK's combination for jk)
+        else:
+            h = self.residual(outs)
+        return F.normalize(h, p=2, dim=1)
+
+    def branch_vectors(self, branches) -> list[torch.Tensor]:
+        """``[e_1, …, e_R]``: the readout of every branch, each (B, embed_dim)."""
+        if len(branches) != self.num_branches:
+            raise ConfigError(f"shadow.branches: the model has {self.num_branches} branch(es), "
+                              f"the batch {len(branches)}")
+        out = []
+        for r, (x, adj, segment, center, center2) in enumerate(branches):
+            if self.pair and center2 is None:
+                raise ConfigError("shadow.readout: a pair model needs center2 in every branch")
+            out.append(self.readout(self.node_embeddings(r, x, adj), segment, center, center2))
+        return out
+
+    def attention_weights(self, branches) -> torch.Tensor:
+        """(B, R) ensemble weights (all ones for a single branch)."""
+        vectors = self.branch_vectors(branches)
+        if self.attention is None:
+            return vectors[0].new_ones(vectors[0].shape[0], 1)
+        return self.attention.weights(torch.stack(vectors, dim=1))
+
+    def embed(self, branches) -> torch.Tensor:
+        """(B, embed_dim): the target vectors the classifier reads."""
+        vectors = self.branch_vectors(branches)
+        if self.attention is None:
+            return vectors[0]
+        return self.attention(torch.stack(vectors, dim=1))
+
+    def forward(self, branches) -> torch.Tensor:
+        return self.classifier(self.embed(branches))
+
+    def loss(self, logits: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """Weighted sum of per-target losses ``Σ_v weight_v · L_v``."""
+        return weighted_loss(logits, y, weight, self.multilabel)
+
+    def predict(self, logits: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(logits) if self.multilabel else torch.softmax(logits, dim=1)
+
+    def reset_parameters(self):
+        for net in self.backbones:
+            for layer in net.layers:
+                layer.reset_parameters()
+        if self.attention is not None:
+            self.attention.reset_parameters()
+        self.classifier.reset_parameters()
