@@ -37,6 +37,9 @@ defaults, and the resolved ``config.yml`` of a run lists only the sections that 
       overlap: true         # local SpMM while the boundary rows are in flight
       parts: 0              # ranks (0: from --nprocs)
       method: metis         # partitioner used by dist-train --data --parts
+    shadow:                 # shaDow-GNN (scalegnn train): per-target subgraphs, see scalegnn.shadow.mode
+      extractors: [{kind: ppr, k: 200}]
+      readout: center+mean
 
 In distributed runs ``phase[-1].end`` is the number of epochs (one full-graph step each) and the
 phase's sampler settings are not used.
@@ -84,7 +87,19 @@ DIST_DEFAULTS = {
     "method": "metis",          # partitioner for dist-train --data --parts
     "lean_memory": True,        # return freed activations to the OS at once (lower peak RSS)
 }
-SECTIONS = {"distributed": DIST_DEFAULTS}
+SHADOW_DEFAULTS = {
+    "extractors": [{"kind": "khop", "depth": 2, "budget": 20}],  # one branch per extractor
+    "readout": "center",        # center | sum | mean | max | sort:K | center+POOL
+    "residual": "none",         # none | max | concat: combine every layer's output
+    "batch_size": 64,           # training targets per minibatch
+    "eval_batch_size": 512,     # targets per inference minibatch
+    "cache_dir": "auto",        # PPR lists on disk: auto (~/.cache/scalegnn/ppr), none, a folder
+    "task": "node",             # node (classification) | link (link prediction)
+    "edge_split": [0.85, 0.05, 0.10],  # link: train / val / test share of the edges (seeded)
+    "split_seed": 0,            # link: seed of the held-out edge split and its negatives
+    "negatives": 10000,         # link: shared negative pairs ranked against each val/test edge
+}
+SECTIONS = {"distributed": DIST_DEFAULTS, "shadow": SHADOW_DEFAULTS}
 """Optional mode sections: name -> defaults (each key's type is its default's)."""
 SAMPLERS = ("node", "edge", "rw", "mrw", "full")
 PHASE_KEYS = {"end", "sampler", "size_subgraph", "size_frontier", "size_subg_edge", "num_root",
@@ -307,6 +322,17 @@ class Config:
         if not (0 <= self.params["checkpoint_seconds"] < float("inf")):
             raise ConfigError(f"params.checkpoint_seconds: must be a finite number >= 0, got "
                               f"{self.params['checkpoint_seconds']}")
+        sh = self.section("shadow")
+        for key, hi in (("batch_size", 1 << 20), ("eval_batch_size", 1 << 22)):
+            if not 1 <= sh[key] <= hi:
+                raise ConfigError(f"shadow.{key}: must be in [1, {hi}], got {sh[key]}")
+        if sh["task"] not in ("node", "link"):
+            raise ConfigError(f"shadow.task: {sh['task']!r} is not one of ['link', 'node']")
+        if not 1 <= sh["negatives"] <= 10**7:
+            raise ConfigError(f"shadow.negatives: must be in [1, 10**7], got {sh['negatives']}")
+        if not isinstance(sh["extractors"], (list, dict)) or not sh["extractors"]:
+            raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings, got "
+                              f"{sh['extractors']!r}")
         d = self.section("distributed")
         if not (0.0 <= d["boundary_p"] <= 1.0):
             raise ConfigError(f"distributed.boundary_p: must be in [0, 1], got {d['boundary_p']}")
@@ -323,6 +349,9 @@ class Config:
         """Checks that only one training mode needs (``graphsaint`` | ``distributed``)."""
         if mode == "distributed":
             from scalegnn.nn.models import parse_arch  # noqa: PLC0415
+            if "shadow" in self.sections:
+                raise ConfigError("shadow: a shaDow-GNN config trains with `scalegnn train`, "
+                                  "not dist-train")
             if self.network["model"] != "saint":
                 raise ConfigError(f"network.model: distributed training runs the GraphSAINT "
                                   f"model ('saint'), got {self.network['model']!r}")

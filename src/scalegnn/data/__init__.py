@@ -5,6 +5,7 @@ Entry point: :func:`load_dataset`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from scalegnn.data.dataset import Dataset
@@ -60,16 +61,23 @@ def _generate(spec: str, seed: int) -> Dataset:
         if "labels" in opts:
             opts["num_labels"] = opts.pop("labels")
         opts.setdefault("seed", seed)
-        return S.planted_dataset(**{**S.SYNTHETIC_DEFAULTS, **opts})
+        return S.planted_dataset(**{**S.SYNTHETIC_DEFAULTS, **opts}, spec=spec)
     parts = rest.split(":", 2)
-    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+    sizes = [_digits(p) for p in parts[:2]]
+    if len(parts) < 2 or None in sizes:
         raise DataError(f"dataset spec {spec!r}: expected kronecker:SCALE:EDGE_FACTOR"
                         "[:key=value,...], e.g. kronecker:17:8")
     opts = _options(spec, parts[2] if len(parts) == 3 else "", _KRON_KEYS)
     if "labels" in opts:
         opts["num_labels"] = opts.pop("labels")
     opts.setdefault("seed", seed)
-    return S.kronecker_dataset(int(parts[0]), int(parts[1]), **opts)
+    return S.kronecker_dataset(*sizes, **opts, spec=spec)
+
+
+def _digits(text: str) -> int | None:
+    """A non-negative decimal integer written with ASCII digits, else None."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def detect_format(path) -> str:
@@ -127,12 +135,24 @@ def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
 
     ``split`` picks one of several given splits (heterophilous masks); ``seed`` drives the
     generators and every seeded split (50/25/25 unless the format has a split); ``mmap``
-    memory-maps float32 GraphSAINT features. Errors are one-line :class:`DataError`.
+    memory-maps float32 GraphSAINT features. Errors are one-line :class:`DataError`, also for
+    an unreadable file (the OSError's file and reason) and for running out of memory.
     """
     if isinstance(spec, Dataset):
         return spec
-    if is_generator_spec(spec):
-        return _generate(spec, seed)
+    try:
+        if is_generator_spec(spec):
+            return _generate(spec, seed)
+        return _load_path(spec, split=split, seed=seed, mmap=mmap)
+    except MemoryError:
+        raise DataError(f"{spec}: not enough memory to load or build this dataset") from None
+    except OSError as e:
+        where = os.fsdecode(e.filename) if isinstance(e.filename, (str, bytes)) else spec
+        raise DataError(f"{where}: {e.strerror or e}") from None
+
+
+def _load_path(spec, *, split: int, seed: int, mmap: bool) -> Dataset:
+    """Detect the format of a file or folder and run its loader."""
     fmt = detect_format(spec)
     p = Path(spec)
     if fmt == "graphsaint":

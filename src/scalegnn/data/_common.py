@@ -5,6 +5,7 @@ Every problem becomes a one-line :class:`DataError` that starts with the file's 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -30,12 +31,14 @@ def npz_arrays(path, keys=None) -> dict:
     """Arrays of an .npz file, read with ``allow_pickle=False``.
 
     Only the requested ``keys`` (all when None) are read, so an unrelated pickled entry does
-    not stop a load; a requested entry that would need unpickling is refused.
+    not stop a load; a requested entry that would need unpickling is refused. A damaged
+    archive or entry (bad zip, CRC error, truncated data, a header promising more than the
+    file holds) is a DataError naming the file and the entry.
     """
     path = require_file(path, ".npz file")
     try:
         z = np.load(path, allow_pickle=False)
-    except Exception as e:  # zipfile.BadZipFile, ValueError, OSError...
+    except Exception as e:  # zipfile.BadZipFile, ValueError, OSError, EOFError...
         raise DataError(f"{path}: not a readable .npz file ({_short(e)})") from None
     if not hasattr(z, "files"):
         raise DataError(f"{path}: expected an .npz archive, found a single .npy array")
@@ -51,20 +54,95 @@ def npz_arrays(path, keys=None) -> dict:
                     raise DataError(f"{path}: entry {k!r} is an object array that would need "
                                     "unpickling; refusing to load it") from None
                 raise DataError(f"{path}: entry {k!r} is unreadable ({_short(e)})") from None
+            except Exception as e:  # BadZipFile (CRC), zlib.error, EOFError, MemoryError...
+                raise DataError(f"{path}: entry {k!r} is unreadable ({_short(e)})") from None
     return out
+
+
+def load_npy(path, what: str = "array", mmap: bool = False) -> np.ndarray:
+    """One ``.npy`` array, never unpickled; DataError naming ``path`` for anything else.
+
+    The file is memory-mapped first, so a header that promises more data than the file holds
+    is refused before anything is allocated; without ``mmap`` the array is then read into
+    memory (object arrays cannot be mapped and are read to give the pickle message).
+    """
+    path = require_file(path, what)
+    try:
+        x = np.load(path, mmap_mode="r", allow_pickle=False)
+        if isinstance(x, np.ndarray) and not mmap:
+            x = np.array(x)
+    except ValueError as e:
+        if "python objects" in str(e).lower() or "pickle" in str(e).lower():
+            raise DataError(f"{path}: {what} would need unpickling; refusing") from None
+        raise DataError(f"{path}: not a readable .npy file ({_short(e)})") from None
+    except (OSError, EOFError, MemoryError) as e:
+        raise DataError(f"{path}: not a readable .npy file ({_short(e)})") from None
+    if not isinstance(x, np.ndarray):
+        if hasattr(x, "close"):
+            x.close()
+        raise DataError(f"{path}: expected a single .npy array, found an .npz archive")
+    return x
 
 
 def _short(e: Exception) -> str:
     return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
+MAX_ID = 2**53  # every integer below this is exact in float64; ids/labels beyond are absurd
+
+
 def check_int_array(arr, path, what: str) -> np.ndarray:
+    """``arr`` as an integer array; whole-number floats (``3.0``) become int64, anything else
+    (``1.5``, nan, inf, huge floats, bools, strings) is a DataError naming the first bad value."""
     arr = np.asarray(arr)
-    if arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(np.mod(arr, 1) == 0):
-            return arr.astype(np.int64)
+    if arr.dtype == np.uint64 and arr.size and arr.max() >= MAX_ID:  # would wrap in int64
+        raise DataError(f"{path}: {what} must be integers below 2**53, got {arr.max()}")
+    if arr.dtype.kind in "iu":
+        return arr
+    if arr.dtype.kind != "f":
         raise DataError(f"{path}: {what} must be integers, got dtype {arr.dtype}")
-    return arr
+    wide = arr.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(wide) & (np.mod(wide, 1) == 0) & (np.abs(wide) < MAX_ID)
+    if not ok.all():
+        bad = wide.ravel()[np.flatnonzero(~ok.ravel())[0]]
+        raise DataError(f"{path}: {what} must be integers, got {float(bad)!r}")
+    return wide.astype(np.int64)
+
+
+def int_values(values, path, what: str) -> np.ndarray:
+    """A list of JSON numbers as int64 (see :func:`check_int_array`); DataError otherwise."""
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError):
+        raise DataError(f"{path}: {what} must be a flat list of integers") from None
+    if arr.dtype == bool:
+        raise DataError(f"{path}: {what} must be integers, got true/false")
+    return check_int_array(arr, path, what).astype(np.int64, copy=False)
+
+
+def parse_int(token: str) -> int | None:
+    """``'3'`` or ``'3.0'`` -> 3; None for anything that is not a whole number."""
+    token = token.strip()
+    try:
+        return int(token)
+    except ValueError:
+        pass
+    try:
+        f = float(token)
+    except ValueError:
+        return None
+    return int(f) if f.is_integer() and abs(f) < MAX_ID else None
+
+
+def shape_2d(shape, path, what: str = "adjacency") -> tuple[int, int]:
+    """A stored ``(rows, cols)`` shape as two non-negative ints; DataError otherwise."""
+    s = check_int_array(np.asarray(shape).ravel(), path, f"{what} shape")
+    if s.shape[0] != 2:
+        raise DataError(f"{path}: {what} shape must have 2 entries, got {s.shape[0]}")
+    if s.min() < 0:
+        raise DataError(f"{path}: {what} shape {tuple(int(v) for v in s)} is negative")
+    return int(s[0]), int(s[1])
 
 
 def clean_csr(indptr, indices, shape, path, *, symmetrize: bool = True) -> tuple[Graph, dict]:
@@ -74,13 +152,13 @@ def clean_csr(indptr, indices, shape, path, *, symmetrize: bool = True) -> tuple
     dict of what the cleanup changed (``self_loops_removed``, ``duplicates_removed``,
     ``symmetrized``), so the loader can document it in ``Dataset.meta``.
     """
-    shape = tuple(int(s) for s in np.asarray(shape).ravel())
-    if len(shape) != 2:
-        raise DataError(f"{path}: adjacency shape must have 2 entries, got {shape}")
+    shape = shape_2d(shape, path)
     if shape[0] != shape[1]:
         raise DataError(f"{path}: adjacency is not square ({shape[0]} x {shape[1]})")
     indptr = check_int_array(indptr, path, "adjacency indptr")
     indices = check_int_array(indices, path, "adjacency indices")
+    if indptr.ndim != 1 or indices.ndim != 1:
+        raise DataError(f"{path}: adjacency indptr and indices must be 1-D arrays")
     if indptr.shape[0] != shape[0] + 1:
         raise DataError(f"{path}: indptr has length {indptr.shape[0]}, expected {shape[0] + 1}")
     if indices.size and indices.min() < 0:
@@ -177,7 +255,8 @@ def finite_float32(x, path, what: str = "features") -> np.ndarray:
     x = np.asarray(x)
     if x.dtype.kind not in "fiub":
         raise DataError(f"{path}: {what} must be numeric, got dtype {x.dtype}")
-    x = x.astype(np.float32, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):  # too large for float32 -> inf, refused
+        x = x.astype(np.float32, copy=False)
     if x.ndim != 2:
         raise DataError(f"{path}: {what} must be a 2-D matrix, got shape {tuple(x.shape)}")
     if not np.isfinite(x).all():
@@ -197,3 +276,60 @@ def finish(ds):
         return ds.validate()
     except GraphError as e:
         raise DataError(f"{ds.source}: {e}") from None
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate: MemAvailable of /proc/meminfo, lowered to the
+    cgroup (v2) limit minus usage when there is one; os.sysconf free pages elsewhere; None
+    when nothing tells."""
+    avail = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, AttributeError):
+            return None
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+        if limit.isdigit():
+            avail = min(avail, max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return avail
+
+
+def human_bytes(b: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if b < 1024 or unit == "PiB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1024
+    return ""
+
+
+def require_memory(what: str, nbytes: float) -> None:
+    """DataError naming ``what`` when an estimated ``nbytes`` exceed the available memory."""
+    avail = available_memory()
+    if avail is not None and nbytes > avail:
+        raise DataError(f"{what}: needs about {human_bytes(nbytes)} of memory, but only "
+                        f"{human_bytes(avail)} is available; use a smaller size")
+
+
+def parse_int_keys(obj: dict, path) -> np.ndarray:
+    """The keys of a JSON object as distinct int64 node ids ('3', not '3.5' or '03' twice)."""
+    out = np.empty(len(obj), dtype=np.int64)
+    for i, k in enumerate(obj):
+        v = parse_int(k) if isinstance(k, str) and k.strip().lstrip("+-").isdigit() else None
+        if v is None or not -MAX_ID < v < MAX_ID:
+            raise DataError(f"{path}: keys must be integer node ids, found {k!r:.40}")
+        out[i] = v
+    if np.unique(out).size != out.size:
+        raise DataError(f"{path}: a node id appears twice among the keys")
+    return out

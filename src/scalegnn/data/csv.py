@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv as _csv
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -56,9 +57,9 @@ def find_csv_files(path) -> dict | None:
     return {"edges": edges, "features": feats, "labels": labels}
 
 
-def _is_int(tok: str) -> bool:
+def _is_number(tok: str) -> bool:
     try:
-        int(tok)
+        float(tok)
         return True
     except ValueError:
         return False
@@ -75,23 +76,34 @@ def read_edge_csv(path) -> tuple[np.ndarray, np.ndarray]:
     toks = [t.strip().strip('"') for t in (first.split(delim) if delim else first.split())]
     if len(toks) < 2:
         raise DataError(f"{path}: expected two columns (source, target), line 1 is {first!r}")
-    header = not (_is_int(toks[0]) and _is_int(toks[1]))
+    header = not (_is_number(toks[0]) and _is_number(toks[1]))  # '1.5' is data, refused below
     try:
-        e = np.loadtxt(path, delimiter=delim, skiprows=int(header), usecols=(0, 1),
-                       dtype=np.int64, ndmin=2, comments="#")
-    except ValueError as ex:
-        raise DataError(f"{path}: bad edge list ({C._short(ex)})") from None
+        with warnings.catch_warnings():  # a header-only file is an empty edge list
+            warnings.simplefilter("ignore", UserWarning)
+            e = np.loadtxt(path, delimiter=delim, skiprows=int(header), usecols=(0, 1),
+                           dtype=np.int64, ndmin=2, comments="#")
+    except ValueError as ex:  # also UnicodeDecodeError; names the bad token ('2.5')
+        raise DataError(f"{path}: bad edge list, node ids must be integers "
+                        f"({C._short(ex)})") from None
+    e = e.reshape(-1, 2)
     return e[:, 0].copy(), e[:, 1].copy()
 
 
 def read_labels_csv(path):
     """(node ids or None, raw label strings, label column name)."""
     path = C.require_file(path, "labels CSV")
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(_csv.reader(f))
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(_csv.reader(f))
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except _csv.Error as e:
+        raise DataError(f"{path}: bad CSV ({C._short(e)})") from None
     if len(rows) < 2:
         raise DataError(f"{path}: no label rows")
     head = [h.strip().lower() for h in rows[0]]
+    if not head:
+        raise DataError(f"{path}: line 1 must be a header (e.g. id,label), found an empty line")
     id_col = next((head.index(c) for c in ID_COLUMNS if c in head), None)
     lab_col = next((head.index(c) for c in LABEL_COLUMNS if c in head), len(head) - 1)
     body = rows[1:]
@@ -101,12 +113,32 @@ def read_labels_csv(path):
     values = [r[lab_col].strip() for r in body]
     ids = None
     if id_col is not None:
-        try:
-            ids = np.array([int(r[id_col]) for r in body], dtype=np.int64)
-        except ValueError:
-            raise DataError(f"{path}: column {head[id_col]!r} must hold integer node ids") \
-                from None
+        ids = _whole_numbers([r[id_col] for r in body], path, f"column {head[id_col]!r}",
+                             "node ids")
     return ids, values, head[lab_col]
+
+
+def _whole_numbers(tokens, path, where: str, what: str) -> np.ndarray:
+    """int64 ids from text tokens ('3' or '3.0'); DataError naming the first other token."""
+    out = np.empty(len(tokens), dtype=np.int64)
+    for i, tok in enumerate(tokens):
+        v = C.parse_int(tok)
+        if v is None or not -C.MAX_ID < v < C.MAX_ID:
+            raise DataError(f"{path}: {where} must hold integer {what}, line {i + 2} has "
+                            f"{tok.strip()!r}")
+        out[i] = v
+    return out
+
+
+def label_ids(values, path) -> tuple[np.ndarray, list | None]:
+    """Class ids from a label column: integers ('3', '3.0') as they are, other numbers
+    ('2.7', 'nan') refused, anything else as class names in sorted order."""
+    if values and all(_is_number(v) for v in values):
+        raw = _whole_numbers(values, path, "the label column", "class ids")
+        if raw.min() < 0:
+            raise DataError(f"{path}: label id {raw.min()} is negative")
+        return raw, None
+    return C.strings_to_classes(values)
 
 
 def read_json_features(path, n: int) -> np.ndarray:
@@ -117,11 +149,11 @@ def read_json_features(path, n: int) -> np.ndarray:
             obj = json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: invalid JSON ({C._short(e)})") from None
+    except RecursionError:
+        raise DataError(f"{path}: invalid JSON (nested too deeply)") from None
     if isinstance(obj, dict):
-        try:
-            items = [(int(k), v) for k, v in obj.items()]
-        except ValueError:
-            raise DataError(f"{path}: keys must be integer node ids") from None
+        keys = C.parse_int_keys(obj, path)
+        items = list(zip(keys.tolist(), obj.values()))
     elif isinstance(obj, list):
         items = list(enumerate(obj))
     else:
@@ -132,16 +164,17 @@ def read_json_features(path, n: int) -> np.ndarray:
     if nodes.min() < 0 or nodes.max() >= n:
         bad = nodes.min() if nodes.min() < 0 else nodes.max()
         raise DataError(f"{path}: node id {bad} is out of range for {n} nodes")
-    try:
-        lens = np.array([len(v) for _, v in items], dtype=np.int64)
-        cols = np.fromiter((int(c) for _, v in items for c in v), dtype=np.int64,
-                           count=int(lens.sum()))
-    except (TypeError, ValueError):
-        raise DataError(f"{path}: each node must map to a list of integer feature ids") \
-            from None
+    if not all(isinstance(v, list) for _, v in items):
+        raise DataError(f"{path}: each node must map to a list of integer feature ids")
+    lens = np.array([len(v) for _, v in items], dtype=np.int64)
+    flat = [c for _, v in items for c in v]
+    cols = C.int_values(flat, path, "feature ids") if flat else np.zeros(0, np.int64)
+    if cols.ndim != 1:
+        raise DataError(f"{path}: each node must map to a flat list of integer feature ids")
     if cols.size and cols.min() < 0:
         raise DataError(f"{path}: negative feature id {cols.min()}")
     width = int(cols.max()) + 1 if cols.size else 1
+    C.require_memory(f"{path}: feature id {width - 1}", 4.0 * n * width)
     x = np.zeros((n, width), dtype=np.float32)
     x[np.repeat(nodes, lens), cols] = 1.0
     return x
@@ -169,13 +202,7 @@ def load_csv(path, *, seed: int = 0, name: str | None = None) -> Dataset:
         if np.unique(ids).size != ids.size or ids.size != n:
             raise DataError(f"{lab_path}: node ids must be 0..N-1, each exactly once")
         order = ids
-    if all(_is_int(v) for v in values):
-        raw = np.array([int(v) for v in values], dtype=np.int64)
-        if raw.min() < 0:
-            raise DataError(f"{lab_path}: label id {raw.min()} is negative")
-        class_names = None
-    else:
-        raw, class_names = C.strings_to_classes(values)
+    raw, class_names = label_ids(values, lab_path)
     labels = np.zeros(n, dtype=np.int64)
     labels[order] = raw
     graph = C.graph_from_edges(src, dst, n, files["edges"])

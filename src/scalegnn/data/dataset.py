@@ -10,6 +10,7 @@ from scalegnn.errors import DataError
 from scalegnn.graph import Graph
 
 METRICS = ("f1_micro", "accuracy", "roc_auc")
+MAX_CLASS_ID = 2**24 - 1  # a single-label class id beyond this is a broken file, not a task
 
 
 @dataclass
@@ -94,6 +95,9 @@ class Dataset:
                 raise DataError(f"{src}: multi-label matrix must contain only 0 and 1")
         elif self.labels.size and self.labels.min() < 0:
             raise DataError(f"{src}: negative class id {self.labels.min()}")
+        elif self.labels.size and self.labels.max() > MAX_CLASS_ID:
+            raise DataError(f"{src}: class id {self.labels.max()} is absurd (classes are "
+                            f"numbered 0..C-1 with C <= {MAX_CLASS_ID + 1})")
         if self.metric not in METRICS:
             raise DataError(f"{src}: metric must be one of {METRICS}, got {self.metric!r}")
         splits = {"train": self.train_idx, "val": self.val_idx, "test": self.test_idx}

@@ -46,8 +46,8 @@ def load_adj(path, n_expected: int | None = None) -> tuple[Graph, dict]:
             raise DataError(f"{path}: missing array {k!r} (expected scipy.sparse.save_npz CSR)")
     fmt = z.get("format")
     if fmt is not None:
-        fmt = fmt.item()
-        fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
+        fmt = fmt.item() if fmt.size == 1 else fmt.tolist()
+        fmt = fmt.decode(errors="replace") if isinstance(fmt, bytes) else str(fmt)
         if fmt != "csr":
             raise DataError(f"{path}: sparse format {fmt!r} is not supported, expected 'csr'")
     g, changes = C.clean_csr(z["indptr"], z["indices"], z["shape"], path)
@@ -63,6 +63,8 @@ def _load_json(path):
             return json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: invalid JSON ({C._short(e)})") from None
+    except RecursionError:
+        raise DataError(f"{path}: invalid JSON (nested too deeply)") from None
 
 
 def _labels_from_class_map(path, n: int) -> np.ndarray:
@@ -71,31 +73,39 @@ def _labels_from_class_map(path, n: int) -> np.ndarray:
         raise DataError(f"{path}: expected a JSON object {{node id: label}}")
     if len(cmap) != n:
         raise DataError(f"{path}: has labels for {len(cmap)} nodes, the graph has {n}")
-    try:
-        ids = np.fromiter((int(k) for k in cmap), dtype=np.int64, count=n)
-    except ValueError:
-        raise DataError(f"{path}: keys must be integer node ids") from None
+    ids = C.parse_int_keys(cmap, path)
     if ids.size and (ids.min() < 0 or ids.max() >= n):
         bad = ids.min() if ids.min() < 0 else ids.max()
         raise DataError(f"{path}: node id {bad} is out of range for {n} nodes")
-    first = next(iter(cmap.values()), 0)
-    try:
-        if isinstance(first, list):
-            if len({len(v) if isinstance(v, list) else -1 for v in cmap.values()}) != 1:
-                raise DataError(f"{path}: multi-label lists must all have the same length")
-            vals = np.array(list(cmap.values()), dtype=np.float32)
-            labels = np.zeros((n, vals.shape[1]), dtype=np.float32)
-        else:
-            vals = np.array(list(cmap.values()), dtype=np.int64)
-            labels = np.zeros(n, dtype=np.int64)
-    except (ValueError, TypeError):
-        raise DataError(f"{path}: labels must all be integers or all be lists of 0/1") from None
-    labels[ids] = vals
-    if labels.ndim == 1 and labels.size and labels.min() < 0:
-        raise DataError(f"{path}: label id {labels.min()} is negative")
-    if labels.ndim == 2 and not np.isin(labels, (0, 1)).all():
-        raise DataError(f"{path}: multi-label lists must contain only 0 and 1")
+    values = list(cmap.values())
+    if values and isinstance(values[0], list):
+        rows = _multilabel_rows(values, path)
+    elif any(isinstance(v, list) for v in values):
+        raise DataError(f"{path}: labels must all be integers or all be lists of 0/1")
+    else:
+        rows = C.int_values(values, path, "labels") if values else np.zeros(0, np.int64)
+        if rows.ndim != 1:
+            raise DataError(f"{path}: labels must all be integers or all be lists of 0/1")
+        if rows.size and rows.min() < 0:
+            raise DataError(f"{path}: label id {rows.min()} is negative")
+    labels = np.zeros_like(rows)
+    labels[ids] = rows
     return labels
+
+
+def _multilabel_rows(values, path) -> np.ndarray:
+    """(n, C) float32 0/1 rows from equal-length JSON lists (still in the file's key order)."""
+    if len({len(v) if isinstance(v, list) else -1 for v in values}) != 1:
+        raise DataError(f"{path}: multi-label lists must all have the same length")
+    if not values[0]:
+        raise DataError(f"{path}: multi-label lists are empty")
+    try:
+        vals = np.array(values, dtype=np.float64)
+    except (ValueError, TypeError):
+        raise DataError(f"{path}: multi-label lists must contain only 0 and 1") from None
+    if vals.ndim != 2 or not np.isin(vals, (0, 1)).all():
+        raise DataError(f"{path}: multi-label lists must contain only 0 and 1")
+    return vals.astype(np.float32)
 
 
 def _roles(path, n: int):
@@ -104,10 +114,10 @@ def _roles(path, n: int):
     for key in ("tr", "va", "te"):
         if not isinstance(role, dict) or key not in role:
             raise DataError(f"{path}: missing key {key!r} (expected 'tr', 'va', 'te')")
-        try:
-            idx = np.asarray(role[key], dtype=np.int64).ravel()
-        except (ValueError, TypeError):
-            raise DataError(f"{path}: {key!r} must be a list of integer node ids") from None
+        if not isinstance(role[key], list):
+            raise DataError(f"{path}: {key!r} must be a list of integer node ids")
+        idx = C.int_values(role[key], path, f"{key!r} node ids").ravel() if role[key] \
+            else np.zeros(0, np.int64)
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = idx.min() if idx.min() < 0 else idx.max()
             raise DataError(f"{path}: node id {bad} in {key!r} is out of range for {n} nodes")
@@ -117,14 +127,7 @@ def _roles(path, n: int):
 
 def load_features(path, n: int, mmap: bool = False) -> np.ndarray:
     """(n, F) float32 features from .npy; memory-mapped read-only when ``mmap`` and float32."""
-    path = C.require_file(path)
-    try:
-        x = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except ValueError as e:
-        msg = "would need unpickling; refusing" if "pickle" in str(e).lower() else C._short(e)
-        raise DataError(f"{path}: {msg}") from None
-    except OSError as e:
-        raise DataError(f"{path}: not a readable .npy file ({C._short(e)})") from None
+    x = C.load_npy(path, "features", mmap=mmap)
     if x.ndim != 2:
         raise DataError(f"{path}: features must be 2-D, got shape {tuple(x.shape)}")
     C.check_features_rows(x, n, path)
@@ -157,6 +160,10 @@ def load_graphsaint(folder, *, mmap: bool = False, name: str | None = None) -> D
     extra = {}
     if (folder / "scalegnn.json").exists():
         extra = _load_json(folder / "scalegnn.json")
+        if not isinstance(extra, dict) or not all(isinstance(extra.get(k, ""), str)
+                                                  for k in ("name", "metric")):
+            raise DataError(f"{folder / 'scalegnn.json'}: expected {{\"name\": str, "
+                            f"\"metric\": str}}")
     ds = Dataset(graph, features, labels, tr, va, te,
                  name=name or extra.get("name") or folder.name, source=str(folder),
                  metric=extra.get("metric") or C.metric_for(labels),
@@ -174,18 +181,24 @@ def save_graphsaint(ds: Dataset, folder, *, overwrite: bool = False) -> Path:
     folder = Path(folder)
     if folder.exists() and not overwrite:
         raise DataError(f"{folder}: already exists (pass overwrite to replace it)")
-    n = ds.num_nodes
-    with atomic_folder(folder, overwrite=True) as tmp:
-        for fname, g in (("adj_full.npz", ds.graph), ("adj_train.npz", ds.train_graph)):
-            atomic_save_npz(tmp / fname, indices=g.indices, indptr=g.indptr,
-                            format=np.array(b"csr"), shape=np.array([n, n], dtype=np.int64),
-                            data=np.ones(g.num_edges, dtype=np.float32))
-        atomic_write_json(tmp / "role.json", {"tr": ds.train_idx.tolist(),
-                                              "va": ds.val_idx.tolist(),
-                                              "te": ds.test_idx.tolist()}, sort_keys=False)
-        labels = ds.labels.astype(np.int64).tolist()
-        atomic_write_json(tmp / "class_map.json", {str(i): v for i, v in enumerate(labels)},
-                          sort_keys=False)
-        atomic_save_npy(tmp / "feats.npy", np.asarray(ds.features, dtype=np.float32))
-        atomic_write_json(tmp / "scalegnn.json", {"name": ds.name, "metric": ds.metric})
+    try:
+        with atomic_folder(folder, overwrite=True) as tmp:
+            _write_files(ds, tmp)
+    except OSError as e:  # read-only or full disk, --out inside a file...
+        raise DataError(f"{folder}: cannot write the dataset ({e.strerror or e})") from None
     return folder
+
+
+def _write_files(ds: Dataset, tmp: Path) -> None:
+    n = ds.num_nodes
+    for fname, g in (("adj_full.npz", ds.graph), ("adj_train.npz", ds.train_graph)):
+        atomic_save_npz(tmp / fname, indices=g.indices, indptr=g.indptr,
+                        format=np.array(b"csr"), shape=np.array([n, n], dtype=np.int64),
+                        data=np.ones(g.num_edges, dtype=np.float32))
+    atomic_write_json(tmp / "role.json", {"tr": ds.train_idx.tolist(), "va": ds.val_idx.tolist(),
+                                          "te": ds.test_idx.tolist()}, sort_keys=False)
+    labels = ds.labels.astype(np.int64).tolist()
+    atomic_write_json(tmp / "class_map.json", {str(i): v for i, v in enumerate(labels)},
+                      sort_keys=False)
+    atomic_save_npy(tmp / "feats.npy", np.asarray(ds.features, dtype=np.float32))
+    atomic_write_json(tmp / "scalegnn.json", {"name": ds.name, "metric": ds.metric})

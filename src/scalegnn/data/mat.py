@@ -47,6 +47,8 @@ def load_mat(path, *, seed: int = 0, name: str | None = None) -> Dataset:
     n = graph.num_nodes
     group = m["group"]
     group = group.toarray() if sp.issparse(group) else np.asarray(group)
+    if group.dtype.kind not in "fiub":
+        raise DataError(f"{path}: 'group' must be a numeric 0/1 matrix, got {group.dtype}")
     if group.ndim != 2 or group.shape[0] != n:
         raise DataError(f"{path}: 'group' has shape {tuple(group.shape)}, expected ({n}, L)")
     if not np.isin(group, (0, 1)).all():

@@ -64,20 +64,26 @@ def load_npz(path, *, split: int = 0, seed: int = 0, name: str | None = None) ->
 
 def _sparse_dense(z, prefix, path, n_rows):
     """Dense float32 matrix from ``<prefix>_data/indices/indptr/shape`` CSR arrays."""
-    shape = tuple(int(s) for s in z[f"{prefix}_shape"])
+    for part in ("data", "indices", "indptr", "shape"):
+        if f"{prefix}_{part}" not in z:
+            raise DataError(f"{path}: missing array '{prefix}_{part}'")
+    shape = C.shape_2d(z[f"{prefix}_shape"], path, f"{prefix} matrix")
     if shape[0] != n_rows:
         raise DataError(f"{path}: {prefix} matrix has {shape[0]} rows, the graph has "
                         f"{n_rows} nodes")
-    indptr = C.check_int_array(z[f"{prefix}_indptr"], path, f"{prefix}_indptr")
-    indices = C.check_int_array(z[f"{prefix}_indices"], path, f"{prefix}_indices")
-    data = z[f"{prefix}_data"]
-    if indptr.shape[0] != shape[0] + 1 or indices.shape != data.shape:
+    indptr = C.check_int_array(z[f"{prefix}_indptr"], path, f"{prefix}_indptr").ravel()
+    indices = C.check_int_array(z[f"{prefix}_indices"], path, f"{prefix}_indices").ravel()
+    data = C.finite_float32(np.asarray(z[f"{prefix}_data"]).reshape(-1, 1), path,
+                            f"{prefix}_data").ravel()
+    if indptr.shape[0] != shape[0] + 1 or indices.shape != data.shape \
+            or indptr[0] != 0 or indptr[-1] != indices.shape[0] or (np.diff(indptr) < 0).any():
         raise DataError(f"{path}: {prefix}_* arrays have inconsistent lengths")
     if indices.size and (indices.min() < 0 or indices.max() >= shape[1]):
         raise DataError(f"{path}: {prefix}_indices out of range for {shape[1]} columns")
+    C.require_memory(f"{path}: {prefix} matrix of shape {shape}", 4.0 * shape[0] * shape[1])
     out = np.zeros(shape, dtype=np.float32)
     rows = np.repeat(np.arange(shape[0]), np.diff(indptr))
-    np.add.at(out, (rows, indices), data.astype(np.float32))
+    np.add.at(out, (rows, indices), data)
     return out
 
 
@@ -96,9 +102,9 @@ def load_gnn_benchmark(path, *, seed: int = 0, name: str | None = None) -> Datas
     if "labels" in z:
         labels = C.class_labels(z["labels"], path, n)
         names = z.get("class_names")
-        if names is not None and labels.size and labels.max() >= len(names):
+        if names is not None and labels.size and labels.max() >= names.size:
             raise DataError(f"{path}: label id {labels.max()} is out of range for the "
-                            f"{len(names)} classes in class_names")
+                            f"{names.size} classes in class_names")
     elif "labels_indptr" in z:
         labels = _sparse_dense(z, "labels", path, n)
         if not np.isin(labels, (0, 1)).all():

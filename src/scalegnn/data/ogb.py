@@ -19,6 +19,7 @@ first in sorted order is used unless ``split_name`` is given. Unlabelled nodes g
 from __future__ import annotations
 
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,7 @@ def _read(path, dtype, what: str):
             a = np.loadtxt(path, delimiter=",", dtype=dtype, ndmin=2)
     except ValueError as e:
         raise DataError(f"{path}: bad {what} ({C._short(e)})") from None
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
         raise DataError(f"{path}: unreadable {what} ({C._short(e)})") from None
     return a
 
@@ -72,11 +73,13 @@ def load_ogb(path, *, split_name: str | None = None, seed: int = 0,
     e = _read(raw / "edge.csv.gz", np.int64, "edge list")
     if e.size and e.shape[1] != 2:
         raise DataError(f"{raw / 'edge.csv.gz'}: expected 2 columns, got {e.shape[1]}")
+    e = e.reshape(-1, 2)
     label_path = raw / "node-label.csv.gz"
     y = _read(label_path, np.float64, "node labels")
     n = y.shape[0]
     if (raw / "num-node-list.csv.gz").is_file():
-        n_file = int(_read(raw / "num-node-list.csv.gz", np.int64, "node count").ravel()[0])
+        counts = _read(raw / "num-node-list.csv.gz", np.int64, "node count").ravel()
+        n_file = int(counts[0]) if counts.size else None
         if n_file != n:
             raise DataError(f"{label_path}: has {n} rows, num-node-list.csv.gz says {n_file}")
     graph = C.graph_from_edges(e[:, 0], e[:, 1], n, raw / "edge.csv.gz")

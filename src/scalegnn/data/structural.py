@@ -31,6 +31,8 @@ def _zscore(x: np.ndarray) -> np.ndarray:
 def structural_features(graph: Graph, k: int = DEFAULT_K, seed: int = 0) -> np.ndarray:
     """(N, 1 + 2k) float32 features as described in the module docstring."""
     n = graph.num_nodes
+    if n == 0:  # no statistics to standardize by (and numpy would warn about empty means)
+        return np.zeros((0, 1 + 2 * k), dtype=np.float32)
     deg = graph.degrees().astype(np.float64)
     a = graph.row_normalized(dtype=np.float64).to_scipy()
     r = np.random.default_rng(seed).standard_normal((n, k))

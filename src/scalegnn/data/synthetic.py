@@ -24,6 +24,8 @@ margin. Multi-label: each community has a random 0/1 prototype over ``num_labels
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from scalegnn.data import _build, _rmat
@@ -44,12 +46,42 @@ def _check(cond, msg):
         raise DataError(msg)
 
 
+def _finite(**values) -> None:
+    for k, v in values.items():
+        _check(math.isfinite(v), f"{k} must be a finite number, got {v}")
+
+
+def kronecker_bytes(scale: int, edge_factor: int, features: int = 50,
+                    num_labels: int = 121) -> int:
+    """Estimated peak bytes of :func:`kronecker_dataset`: the CSR while it is built (indptr,
+    cursor, 2·EF·2^scale indices before deduplication, the id permutation), the row-normalized
+    copy's values, Gaussian features and three (N, labels) float32 matrices (XW, ÂXW, labels)."""
+    n = 1 << scale
+    m = edge_factor * n
+    isz = 4 if n <= np.iinfo(np.int32).max else 8
+    graph = 16 * (n + 1) + 2 * m * isz + n * isz + 2 * m * 4
+    return graph + 4 * n * features + 12 * n * num_labels
+
+
+def planted_bytes(nodes: int, degree: float, features: int = 32, multilabel: bool = False,
+                  num_labels: int = 20) -> float:
+    """Estimated peak bytes of :func:`planted_dataset`: the degree·N/2 edge draws with their
+    temporaries (~49 bytes each), the CSR (two int32 entries per draw plus indptr), float64
+    features with noise before the float32 cast, and the labels."""
+    m = degree * nodes / 2
+    labels = 6 * nodes * num_labels if multilabel else 8 * nodes
+    return 49.0 * m + 8 * m + 24 * nodes + 20 * nodes * features + labels
+
+
 def kronecker_graph(scale: int, edge_factor: int = 16, *, a: float = 0.57, b: float = 0.19,
                     c: float = 0.19, seed: int = 0, permute: bool = True,
                     chunk_edges: int = CHUNK_EDGES) -> Graph:
     """Symmetric, deduplicated, self-loop-free R-MAT graph on 2^scale nodes (see module doc)."""
     _check(1 <= scale <= 40, f"kronecker: scale must be in 1..40, got {scale}")
     _check(edge_factor >= 1, f"kronecker: edge_factor must be >= 1, got {edge_factor}")
+    _check(seed >= 0, f"kronecker: seed must be >= 0, got {seed}")
+    _finite(**{"kronecker: a": a, "kronecker: b": b, "kronecker: c": c})
+    C.require_memory(f"kronecker:{scale}:{edge_factor}", kronecker_bytes(scale, edge_factor, 0, 0))
     d = 1.0 - a - b - c
     _check(min(a, b, c) >= 0 and d >= -1e-12,
            f"kronecker: initiator a, b, c must be >= 0 with a+b+c <= 1, got {a}, {b}, {c}")
@@ -75,8 +107,19 @@ def kronecker_graph(scale: int, edge_factor: int = 16, *, a: float = 0.57, b: fl
 
 def kronecker_dataset(scale: int, edge_factor: int = 16, *, seed: int = 0,
                       features: int = 50, num_labels: int = 121, split=(0.66, 0.12, 0.22),
-                      a: float = 0.57, b: float = 0.19, c: float = 0.19) -> Dataset:
-    """R-MAT graph plus Gaussian features, graph-dependent multi-labels and a seeded split."""
+                      a: float = 0.57, b: float = 0.19, c: float = 0.19,
+                      spec: str | None = None) -> Dataset:
+    """R-MAT graph plus Gaussian features, graph-dependent multi-labels and a seeded split.
+
+    Refused with a DataError naming ``spec`` (default ``kronecker:SCALE:EF``) before anything
+    is allocated when :func:`kronecker_bytes` exceeds the available memory.
+    """
+    _check(1 <= scale <= 40, f"kronecker: scale must be in 1..40, got {scale}")
+    _check(edge_factor >= 1, f"kronecker: edge_factor must be >= 1, got {edge_factor}")
+    _check(features >= 1, f"kronecker: features must be >= 1, got {features}")
+    _check(num_labels >= 1, f"kronecker: labels must be >= 1, got {num_labels}")
+    C.require_memory(spec or f"kronecker:{scale}:{edge_factor}",
+                     kronecker_bytes(scale, edge_factor, features, num_labels))
     graph = kronecker_graph(scale, edge_factor, a=a, b=b, c=c, seed=seed)
     n = graph.num_nodes
     rng = np.random.default_rng([seed, 2])
@@ -111,8 +154,14 @@ def planted_edges(y: np.ndarray, degree: float, p_in: float, rng) -> tuple[np.nd
 def planted_dataset(nodes: int = 12000, classes: int = 8, features: int = 32,
                     degree: float = 12.0, p_in: float = 0.7, noise: float = 4.0,
                     multilabel: bool = False, num_labels: int = 20, seed: int = 0,
-                    split=C.DEFAULT_SPLIT, name: str = "planted") -> Dataset:
-    """Planted-partition dataset whose labels need the graph (see module docstring)."""
+                    split=C.DEFAULT_SPLIT, name: str = "planted",
+                    spec: str | None = None) -> Dataset:
+    """Planted-partition dataset whose labels need the graph (see module docstring).
+
+    Refused with a DataError naming ``spec`` (default ``planted:nodes=N,...``) before anything
+    is allocated when :func:`planted_bytes` exceeds the available memory.
+    """
+    _finite(**{"planted: degree": degree, "planted: p_in": p_in, "planted: noise": noise})
     _check(nodes >= 8, f"planted: nodes must be >= 8, got {nodes}")
     _check(2 <= classes <= nodes, f"planted: classes must be in 2..nodes, got {classes}")
     _check(features >= 1, f"planted: features must be >= 1, got {features}")
@@ -120,6 +169,9 @@ def planted_dataset(nodes: int = 12000, classes: int = 8, features: int = 32,
     _check(0.0 <= p_in <= 1.0, f"planted: p_in must be in [0, 1], got {p_in}")
     _check(noise >= 0, f"planted: noise must be >= 0, got {noise}")
     _check(num_labels >= 1, f"planted: num_labels must be >= 1, got {num_labels}")
+    _check(seed >= 0, f"planted: seed must be >= 0, got {seed}")
+    C.require_memory(spec or f"planted:nodes={nodes},degree={degree:g},features={features}",
+                     planted_bytes(nodes, degree, features, multilabel, num_labels))
     rng = np.random.default_rng(seed)
     y = rng.integers(0, classes, size=nodes)
     src, dst = planted_edges(y, degree, p_in, rng)

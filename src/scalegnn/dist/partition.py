@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scalegnn.dist.plan import (FORMAT, PartitionPlan, RankPart, fingerprint, save_npy,
-                                write_json)
+from scalegnn.dist.plan import (FORMAT, PartitionPlan, RankPart, fingerprint, new_plan_id,
+                                save_npy, write_json, write_part_json)
 from scalegnn.errors import ConfigError, PlanError
 
 METHODS = ("metis", "random")
@@ -196,6 +196,7 @@ def write_plan(dataset, assignment, out, *, method: str = "custom", seed: int = 
         masks.append(m)
     g2l = np.full(n, -1, dtype=np.int64)
     bds, owners, stats = [], [], []
+    plan_id, fp = new_plan_id(), fingerprint(g)
     for r in range(parts):
         part = build_rank(dataset, assignment, r, g2l, masks)
         part.save(out / f"rank_{r}")
@@ -221,13 +222,15 @@ def write_plan(dataset, assignment, out, *, method: str = "custom", seed: int = 
         save_npy(out / f"rank_{r}" / "send_idx.npy", send_idx)
         stats[r]["send_volume"] = int(send_idx.shape[0])
         stats[r]["send_messages"] = int((np.diff(send_ptr) > 0).sum())
+        write_part_json(out / f"rank_{r}", plan_id, r, parts, fp["hash"])  # folder complete
     save_npy(out / "assignment.npy", assignment)
     vol = [s["comm_volume"] for s in stats]
     msgs = [s["recv_messages"] for s in stats]
     meta = {
-        "format": FORMAT, "method": method, "parts": parts, "seed": int(seed),
+        "format": FORMAT, "plan_id": plan_id, "method": method, "parts": parts,
+        "seed": int(seed),
         "dataset": {"name": getattr(dataset, "name", ""), "source": getattr(dataset, "source", "")},
-        "fingerprint": fingerprint(g),
+        "fingerprint": fp,
         "task": {"num_nodes": n, "num_features": int(dataset.num_features),
                  "num_classes": int(dataset.num_classes), "multilabel": bool(dataset.multilabel),
                  "metric": getattr(dataset, "metric", "f1_micro"),
