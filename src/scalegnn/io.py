@@ -41,9 +41,11 @@ def atomic_open(path, mode: str = "wb"):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None and e.errno is not None:
+            raise type(e)(e.errno, e.strerror, str(path)) from None  # name the file (disk full)
         raise
 
 

@@ -49,10 +49,14 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
         argv = ["train"]  # `scalegnn` alone trains on the built-in synthetic default
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+    except BrokenPipeError:  # `scalegnn --help | head`
+        _silence_stdout()
+        return 141
     from scalegnn.threads import keep_freed_memory
     keep_freed_memory()
     try:
