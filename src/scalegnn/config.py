@@ -330,6 +330,29 @@ class Config:
             raise ConfigError(f"shadow.task: {sh['task']!r} is not one of ['link', 'node']")
         if not 1 <= sh["negatives"] <= 10**7:
             raise ConfigError(f"shadow.negatives: must be in [1, 10**7], got {sh['negatives']}")
+        frac = sh["edge_split"]
+        if not isinstance(frac, (list, tuple)) or len(frac) != 3 or not all(
+                isinstance(f, (int, float)) and not isinstance(f, bool) and 0 <= f <= 1
+                for f in frac) or abs(sum(frac) - 1) > 1e-6 or min(frac) <= 0:
+            raise ConfigError(f"shadow.edge_split: expected [train, val, test] fractions in "
+                              f"(0, 1) summing to 1, got {frac!r}")
+        if not isinstance(sh["readout"], str) or not isinstance(sh["residual"], str):
+            raise ConfigError(f"shadow.readout / shadow.residual: expected text like "
+                              f"'center+mean' / 'none', got {sh['readout']!r} / {sh['residual']!r}")
+        if "shadow" in self.sections:
+            from scalegnn.shadow.readout import parse_readout  # noqa: PLC0415 (imports torch)
+            parse_readout(sh["readout"])
+            if sh["residual"] not in ("none", "max", "concat"):
+                raise ConfigError(f"shadow.residual: {sh['residual']!r} is not one of "
+                                  f"['concat', 'max', 'none']")
+        if not isinstance(sh["cache_dir"], str):
+            raise ConfigError(f"shadow.cache_dir: expected auto, none or a folder, got "
+                              f"{sh['cache_dir']!r}")
+        exts = [sh["extractors"]] if isinstance(sh["extractors"], dict) else sh["extractors"]
+        if not isinstance(exts, list) or not exts or not all(
+                isinstance(e, dict) and e.get("kind") in ("ppr", "khop") for e in exts):
+            raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings with "
+                              f"kind: ppr or kind: khop, got {sh['extractors']!r}")
         if not isinstance(sh["extractors"], (list, dict)) or not sh["extractors"]:
             raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings, got "
                               f"{sh['extractors']!r}")

@@ -12,6 +12,7 @@ BENCHMARKS = {
     "step": "one training iteration split into GEMM / SpMM / other",
     "epoch": "end-to-end epoch time (sampling + training, no evaluation)",
     "eval": "full-graph layer-wise evaluation time and peak memory",
+    "extract": "shaDow extractors: targets/s at 1 and 2 threads, subgraph sizes, PPR precompute time",
 }
 
 

@@ -108,7 +108,7 @@ def resolve_run(args, mode: str) -> RunSpec:
         if not run_dir.is_dir() or not cfg_path.is_file():
             raise ConfigError(f"--resume {run_dir}: no config.yml (not a run directory)")
         rec = _recorded(run_dir)
-        if rec.get("mode", mode) != mode:
+        if (rec.get("mode", mode) == "distributed") != (mode == "distributed"):
             raise ConfigError(f"--resume {run_dir}: a {rec['mode']} run; resume it with the "
                               f"command that made it")
         for flag, given, key in (("--data", data, "data"), ("--split", split, "split"),

@@ -45,6 +45,11 @@ class Mode:
     def run_info(self) -> dict:
         return {}
 
+    def build_model(self, network: dict, params: dict):
+        """The mode's own model, or None for the zoo model ``build_model`` makes from the
+        config (same weights on every rank: called right after seeding)."""
+        return None
+
     def setup(self, model, seed: int) -> None:
         """Called once the model is built (same initial weights on every rank)."""
 
@@ -184,3 +189,13 @@ class GraphSAINTMode(Mode):
         return {s: compute_metrics(ds.labels[getattr(ds, f"{s}_idx")],
                                    scores[getattr(ds, f"{s}_idx")], ds.multilabel)
                 for s in splits}
+
+
+def mode_for(dataset, config, *, seed: int = 0) -> Mode:
+    """The single-process mode a config asks for: shaDow-GNN when it has a ``shadow:`` section,
+    GraphSAINT otherwise."""
+    if "shadow" in config.sections:
+        from scalegnn.shadow.mode import LinkMode, ShadowMode  # noqa: PLC0415
+        link = config.section("shadow")["task"] == "link"
+        return (LinkMode if link else ShadowMode)(dataset, config, seed=seed)
+    return GraphSAINTMode(dataset, config, seed=seed)

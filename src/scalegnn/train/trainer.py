@@ -35,7 +35,7 @@ from scalegnn.nn.models import MODEL_OPTIONS
 from scalegnn.threads import keep_freed_memory
 from scalegnn.train import checkpoint as ckpt
 from scalegnn.faults import crash_point
-from scalegnn.train.modes import GraphSAINTMode, Mode
+from scalegnn.train.modes import Mode, mode_for
 from scalegnn.train.optim import Adam
 from scalegnn.train.rundir import RunDir
 
@@ -86,7 +86,7 @@ class Trainer:
         keep_freed_memory()  # activations are reused buffers, not fresh pages, every step
         self.seed = int(seed)
         self.mode = source if isinstance(source, Mode) else \
-            GraphSAINTMode(source, self.config, seed=self.seed)
+            mode_for(source, self.config, seed=self.seed)
         self.config.validate_for_mode(self.mode.name)
         net, params = self.config.network, self.config.params
         loss = net["loss"] or ("sigmoid" if self.mode.multilabel else "softmax")
@@ -97,11 +97,11 @@ class Trainer:
                               f"{'sigmoid' if self.mode.multilabel else 'softmax'})")
         net["loss"] = loss
         seed_everything(self.seed)
-        self.model = build_model(self.mode.num_features, self.mode.num_classes,
-                                 model=net["model"], hidden=net["dim"], arch=net["arch"],
-                                 aggr=net["aggr"], bias=net["bias"], act=net["act"],
-                                 dropout=params["dropout"], multilabel=self.mode.multilabel,
-                                 **{k: net[k] for k in MODEL_OPTIONS if k in net})
+        self.model = self.mode.build_model(net, params) or build_model(
+            self.mode.num_features, self.mode.num_classes, model=net["model"], hidden=net["dim"],
+            arch=net["arch"], aggr=net["aggr"], bias=net["bias"], act=net["act"],
+            dropout=params["dropout"], multilabel=self.mode.multilabel,
+            **{k: net[k] for k in MODEL_OPTIONS if k in net})
         self.model.to(device=self.device, dtype=self.mode.dtype)
         self.mode.setup(self.model, self.seed)
         self.params = [p for p in self.model.parameters() if p.requires_grad]

@@ -1,0 +1,79 @@
+"""Per-target subgraphs -> :class:`~scalegnn.batch.Batch`, and a prefetching batch stream.
+
+:func:`branch_batch` turns one extractor's :class:`~scalegnn.shadow.extract.TargetSubgraphs`
+into a block-diagonal Batch: ``adj`` is the stacked induced CSR with ``data[e] = 1 / deg_block(v)``
+(mean aggregation inside each target's subgraph, row v of edge e), ``x`` the features of the
+rows (nodes duplicated per target, as in the reference shaDow code), ``segment`` the block of
+each row and ``targets`` the center row of each block. :func:`ensemble_batch` stacks one branch
+per extractor for the same targets and puts labels and loss weights (one entry per target) on
+the returned Batch, whose ``meta["branches"]`` lists the branches (branch 0 is the Batch
+itself when there is one extractor).
+
+:func:`prefetch` runs a producer function over a list of jobs in a background thread, at most
+``depth`` ahead, yielding results in job order (numba extraction releases the GIL, so
+extraction overlaps training).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+
+import numpy as np
+import torch
+
+from scalegnn.batch import Batch
+from scalegnn.graph import Graph, index_dtype
+
+
+def branch_batch(subs, features) -> Batch:
+    """One extractor's block-diagonal subgraphs with gathered float32 features."""
+    n = int(subs.nodes.shape[0])
+    deg = np.diff(subs.indptr)
+    inv = np.zeros(n, dtype=np.float32)
+    inv[deg > 0] = 1.0 / deg[deg > 0]
+    data = np.repeat(inv, deg)
+    indices = np.asarray(subs.indices).astype(index_dtype(n), copy=False)
+    adj = Graph(np.asarray(subs.indptr, dtype=np.int64), indices, num_cols=n, data=data,
+                validate=False)
+    x = torch.from_numpy(np.ascontiguousarray(features[subs.nodes], dtype=np.float32))
+    segment = np.repeat(np.arange(subs.offsets.shape[0] - 1, dtype=np.int64),
+                        np.diff(subs.offsets))
+    meta = {"center2": None if subs.center2 is None else np.asarray(subs.center2, np.int64)}
+    return Batch(nodes=np.asarray(subs.nodes, dtype=np.int64), adj=adj, x=x, segment=segment,
+                 targets=np.asarray(subs.center, dtype=np.int64), meta=meta)
+
+
+def ensemble_batch(branches: list[Batch], y, loss_weight, target_ids) -> Batch:
+    """The training/inference Batch of one set of targets: branch 0's fields, every branch in
+    ``meta["branches"]``, one label and one loss weight per target."""
+    top = branches[0]
+    out = Batch(nodes=top.nodes, adj=top.adj, x=top.x, segment=top.segment,
+                targets=top.targets, y=y, loss_weight=loss_weight,
+                meta={"branches": branches, "target_ids": np.asarray(target_ids, np.int64),
+                      "center2": top.meta.get("center2")})
+    return out
+
+
+def prefetch(produce, jobs, depth: int = 2):
+    """Yield ``produce(job)`` for each job in order, computing up to ``depth`` ahead in one
+    background thread (an exception is re-raised at the job it belongs to)."""
+    jobs = list(jobs)
+    if depth <= 0 or len(jobs) <= 1:
+        for job in jobs:
+            yield produce(job)
+        return
+    with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalegnn-shadow") as ex:
+        futures = [ex.submit(produce, job) for job in jobs[:depth]]
+        nxt = len(futures)
+        try:
+            for i in range(len(jobs)):
+                result = futures[i].result()
+                futures[i] = None
+                if nxt < len(jobs):
+                    futures.append(ex.submit(produce, jobs[nxt]))
+                    nxt += 1
+                yield result
+        finally:
+            for f in futures:
+                if f is not None:
+                    f.cancel()

@@ -1,0 +1,319 @@
+"""``ShadowMode``: shaDow-GNN training run by the one training loop (:class:`scalegnn.train.Trainer`).
+
+An epoch visits the training targets in a seeded random order, ``batch_size`` at a time; each
+minibatch extracts every target's subgraph with each configured extractor (one branch per
+extractor) and trains :class:`~scalegnn.shadow.model.ShadowNet` on the block-diagonal batch with
+loss weight ``1 / B`` per target. Minibatch ``i`` of epoch ``e`` depends only on (seed, e, i), so
+a resumed run continues exactly (the trainer saves the epoch and the iteration).
+
+Inference is minibatched over targets too (``eval_batch_size`` at a time, a fixed extraction
+seed): memory depends on the batch, not on the graph, and no full-graph pass is made.
+
+Config (``shadow:`` section of the one schema, :mod:`scalegnn.config`)::
+
+    shadow:
+      extractors:                    # one branch per entry; several = an attention ensemble
+        - {kind: ppr, k: 200, alpha: 0.15, eps: 1.0e-6, threshold: 0.0}
+        - {kind: khop, depth: 2, budget: 20}
+      readout: center+mean           # center | sum | mean | max | sort:K | center+POOL
+      residual: none                 # none | max | concat (combine every layer's output)
+      batch_size: 64                 # training targets per minibatch
+      eval_batch_size: 512           # targets per inference minibatch
+      cache_dir: auto                # PPR lists on disk: auto (~/.cache/scalegnn), none, or a folder
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from scalegnn.data.transforms import standardize_features
+from scalegnn.errors import ConfigError
+from scalegnn.ops import SparseAdj
+from scalegnn.shadow.batch import branch_batch, ensemble_batch, prefetch
+from scalegnn.train.checkpoint import dataset_fingerprint
+from scalegnn.train.metrics import compute_metrics
+from scalegnn.train.modes import Mode
+
+EXTRACTOR_KEYS = {"khop": {"depth": int, "budget": int},
+                  "ppr": {"k": int, "alpha": float, "eps": float, "threshold": float}}
+EVAL_SEED = 0x5AD0  # extraction seed of every inference pass (a fixed scope per target)
+
+
+def cache_folder(setting: str):
+    """``auto`` -> ~/.cache/scalegnn/ppr (or $XDG_CACHE_HOME), ``none``/'' -> no disk cache."""
+    if setting in ("", "none", None):
+        return None
+    if setting == "auto":
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "scalegnn" / "ppr"
+    return Path(setting)
+
+
+def make_extractors(specs, graph, cache_dir=None) -> list:
+    """Extractor objects from the config's ``shadow.extractors`` list (one-line errors)."""
+    from scalegnn.shadow.extract import KHopExtractor, PPRExtractor  # noqa: PLC0415
+    if isinstance(specs, dict):
+        specs = [specs]
+    if not isinstance(specs, list) or not specs:
+        raise ConfigError("shadow.extractors: expected a non-empty list of mappings like "
+                          "{kind: ppr, k: 200} or {kind: khop, depth: 2, budget: 20}")
+    out = []
+    for i, spec in enumerate(specs):
+        where = f"shadow.extractors[{i}]"
+        if not isinstance(spec, dict) or spec.get("kind") not in EXTRACTOR_KEYS:
+            raise ConfigError(f"{where}: expected a mapping with kind: ppr or kind: khop, got "
+                              f"{spec!r}")
+        allowed = EXTRACTOR_KEYS[spec["kind"]]
+        kw = {}
+        for key, value in spec.items():
+            if key == "kind":
+                continue
+            if key not in allowed:
+                raise ConfigError(f"{where}.{key}: unknown key for kind {spec['kind']}; allowed: "
+                                  f"{sorted(allowed)}")
+            typ = allowed[key]
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                math.isfinite(value) and (typ is float or float(value).is_integer())
+            if not ok:
+                raise ConfigError(f"{where}.{key}: expected a finite {typ.__name__}, got {value!r}")
+            kw[key] = typ(value)
+        try:
+            if spec["kind"] == "ppr":
+                out.append(PPRExtractor(graph, cache_dir=cache_dir, **kw))
+            else:
+                out.append(KHopExtractor(graph, **kw))
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+    return out
+
+
+class ShadowMode(Mode):
+    name = "shadow"
+
+    def __init__(self, dataset, config, *, seed: int = 0):
+        if config.params["standardize"] and not dataset.meta.get("standardized"):
+            dataset = standardize_features(dataset)
+        self.dataset, self.config, self.seed = dataset, config, int(seed)
+        self.settings = config.section("shadow")
+        self.num_features, self.num_classes = dataset.num_features, dataset.num_classes
+        self.multilabel, self.metric = dataset.multilabel, dataset.metric
+        self.dataset_name = dataset.name
+        cache = cache_folder(self.settings["cache_dir"])
+        specs = self.settings["extractors"]
+        self.eval_extractors = make_extractors(specs, dataset.graph, cache)
+        self.train_extractors = self.eval_extractors if config.params["transductive"] else \
+            make_extractors(specs, dataset.train_graph, cache)
+        self.train_idx = np.asarray(dataset.train_idx, dtype=np.int64)
+        self._prepared = False
+
+    def identity(self) -> dict:
+        return {"mode": self.name, "dataset": dataset_fingerprint(self.dataset), "plan": None,
+                "world": 1}
+
+    def run_info(self) -> dict:
+        return {"dataset": self.dataset.name, "source": str(self.dataset.source),
+                "extractors": self.settings["extractors"]}
+
+    def build_model(self, network: dict, params: dict):
+        from scalegnn.nn.models import MODEL_OPTIONS  # noqa: PLC0415
+        from scalegnn.shadow.model import ShadowNet  # noqa: PLC0415
+        return ShadowNet(self.num_features, self.num_classes,
+                         branches=len(self.eval_extractors), backbone=network["model"],
+                         hidden=network["dim"], arch=network["arch"], aggr=network["aggr"],
+                         bias=network["bias"], act=network["act"], dropout=params["dropout"],
+                         readout=self.settings["readout"], residual=self.settings["residual"],
+                         multilabel=self.multilabel,
+                         **{k: network[k] for k in MODEL_OPTIONS if k in network})
+
+    # -------------------------------------------------------------- batches
+    def _prepare(self):
+        """One-off work before the first batch (PPR lists of every target), timed by the
+        trainer as pre-sampling."""
+        if self._prepared:
+            return
+        ds = self.dataset
+        evals = np.unique(np.concatenate([ds.val_idx, ds.test_idx]).astype(np.int64))
+        for extractors, targets in ((self.train_extractors, self.train_idx),
+                                    (self.eval_extractors, evals)):
+            for ex in extractors:
+                if hasattr(ex, "precompute"):  # PPR: top-k lists, from the disk cache if there
+                    ex.precompute(targets)
+        self._prepared = True
+
+    def num_batches(self, epoch: int) -> int:
+        self._prepare()
+        return max(1, math.ceil(self.train_idx.size / self.settings["batch_size"]))
+
+    def _order(self, epoch: int) -> np.ndarray:
+        rng = np.random.default_rng([self.seed, epoch, 0x5AD0])
+        return self.train_idx[rng.permutation(self.train_idx.size)]
+
+    def _make(self, targets, extractors, seed) -> "object":
+        branches = [branch_batch(ex.extract(targets, seed=seed), self.dataset.features)
+                    for ex in extractors]
+        y = torch.from_numpy(np.ascontiguousarray(self.dataset.labels[targets]))
+        w = torch.full((targets.shape[0],), 1.0 / max(targets.shape[0], 1), dtype=torch.float32)
+        return ensemble_batch(branches, y, w, targets)
+
+    def batches(self, epoch: int, skip: int = 0):
+        order = self._order(epoch)
+        bs = self.settings["batch_size"]
+        jobs = [(i, order[i * bs:(i + 1) * bs]) for i in range(skip, self.num_batches(epoch))]
+        seed = int(np.random.default_rng([self.seed, epoch]).integers(1 << 62))
+
+        def produce(job):
+            return self._make(job[1], self.train_extractors, seed + job[0])
+        yield from prefetch(produce, jobs, depth=2)
+
+    # -------------------------------------------------------------- model
+    def forward(self, model, batch) -> torch.Tensor:
+        dev = next(model.parameters()).device
+        parts = []
+        for b in batch.meta["branches"]:
+            c2 = b.meta.get("center2")
+            parts.append((b.x.to(dev), SparseAdj.from_graph(b.adj),
+                          torch.from_numpy(b.segment).to(dev), torch.from_numpy(b.targets).to(dev),
+                          None if c2 is None else torch.from_numpy(c2).to(dev)))
+        return model(parts)
+
+    @torch.no_grad()
+    def scores(self, model, targets: np.ndarray) -> torch.Tensor:
+        """Class probabilities of ``targets``, minibatched (inference memory ~ one batch)."""
+        was = model.training
+        model.eval()
+        try:
+            bs = self.settings["eval_batch_size"]
+            jobs = [targets[s:s + bs] for s in range(0, targets.shape[0], bs)]
+            out = [model.predict(self.forward(model, b)).cpu()
+                   for b in prefetch(lambda t: self._make(t, self.eval_extractors, EVAL_SEED),
+                                     jobs, depth=2)]
+        finally:
+            model.train(was)
+        return torch.cat(out) if out else torch.zeros(0, self.num_classes)
+
+    def evaluate(self, model, splits) -> dict:
+        ds = self.dataset
+        out = {}
+        for split in splits:
+            idx = np.asarray(getattr(ds, f"{split}_idx"), dtype=np.int64)
+            out[split] = compute_metrics(ds.labels[idx], self.scores(model, idx).numpy(),
+                                         ds.multilabel)
+        return out
+
+
+class LinkMode(ShadowMode):
+    """Link prediction with shaDow-GNN (``shadow.task: link``; thesis Table 5.6, ogbl-collab
+    style). The graph's undirected edges are split (``shadow.edge_split``, seeded by
+    ``shadow.split_seed``) into training, validation and test positives; extractors run on the
+    training graph only. A minibatch is ``batch_size`` training positives and as many fresh
+    uniform negatives (non-edges of the training graph, drawn from (seed, epoch, batch)); the
+    subgraph of a pair is the union of its two ends' scopes, read out by ``shadow.readout``
+    (``hadamard`` / ``concat`` of the two centers, optionally ``+POOL``), scored by one logit
+    with a binary cross-entropy loss. Evaluation ranks each held-out positive against
+    ``shadow.negatives`` shared negatives: Hits@20/50/100 and MRR (``scalegnn.train.metrics``).
+    """
+
+    name = "link"
+
+    def __init__(self, dataset, config, *, seed: int = 0):
+        from scalegnn.shadow.link import split_edges  # noqa: PLC0415
+        if config.params["standardize"] and not dataset.meta.get("standardized"):
+            dataset = standardize_features(dataset)
+        self.dataset, self.config, self.seed = dataset, config, int(seed)
+        self.settings = config.section("shadow")
+        frac = self.settings["edge_split"]
+        if not isinstance(frac, (list, tuple)) or len(frac) != 3:
+            raise ConfigError(f"shadow.edge_split: expected [train, val, test] fractions, got "
+                              f"{frac!r}")
+        self.split = split_edges(dataset.graph, tuple(frac), seed=self.settings["split_seed"],
+                                 num_negatives=self.settings["negatives"])
+        self.num_features, self.num_classes = dataset.num_features, 1
+        self.multilabel, self.metric = True, "hits@50"
+        self.dataset_name = dataset.name
+        cache = cache_folder(self.settings["cache_dir"])
+        self.train_extractors = make_extractors(self.settings["extractors"],
+                                                self.split.train_graph, cache)
+        self.eval_extractors = self.train_extractors
+        self.train_idx = np.arange(self.split.train_pos.shape[1], dtype=np.int64)
+        self._prepared = False
+
+    def run_info(self) -> dict:
+        return {**super().run_info(), "task": "link",
+                "edges": {k: int(getattr(self.split, f"{k}_pos").shape[1])
+                          for k in ("train", "val", "test")},
+                "negatives": int(self.split.val_neg.shape[1])}
+
+    def build_model(self, network: dict, params: dict):
+        from scalegnn.nn.models import MODEL_OPTIONS  # noqa: PLC0415
+        from scalegnn.shadow.model import ShadowNet  # noqa: PLC0415
+        return ShadowNet(self.num_features, 1, branches=len(self.train_extractors),
+                         backbone=network["model"], hidden=network["dim"], arch=network["arch"],
+                         aggr=network["aggr"], bias=network["bias"], act=network["act"],
+                         dropout=params["dropout"], readout=self.settings["readout"],
+                         residual=self.settings["residual"], multilabel=True, pair=True,
+                         **{k: network[k] for k in MODEL_OPTIONS if k in network})
+
+    def _prepare(self):
+        if self._prepared:
+            return
+        nodes = np.arange(self.split.num_nodes, dtype=np.int64)
+        for ex in self.train_extractors:
+            if hasattr(ex, "precompute"):  # PPR lists of every node (pairs touch any node)
+                ex.precompute(nodes)
+        self._prepared = True
+
+    def _pairs(self, src, dst, label, seed) -> "object":
+        branches = [branch_batch(ex.extract_pairs(src, dst, seed=seed), self.dataset.features)
+                    for ex in self.train_extractors]
+        y = torch.from_numpy(np.asarray(label, dtype=np.float32).reshape(-1, 1))
+        w = torch.full((src.shape[0],), 1.0 / max(src.shape[0], 1), dtype=torch.float32)
+        return ensemble_batch(branches, y, w, src)
+
+    def batches(self, epoch: int, skip: int = 0):
+        from scalegnn.shadow.link import sample_negatives  # noqa: PLC0415
+        order = self._order(epoch)
+        bs = self.settings["batch_size"]
+        pos = self.split.train_pos
+        seed = int(np.random.default_rng([self.seed, epoch]).integers(1 << 62))
+
+        def produce(i):
+            idx = order[i * bs:(i + 1) * bs]
+            ns, nd = sample_negatives(idx.shape[0], self.split.num_nodes, self.split.train_graph,
+                                      np.random.default_rng([self.seed, epoch, i]))
+            src = np.concatenate([pos[0, idx], ns])
+            dst = np.concatenate([pos[1, idx], nd])
+            label = np.concatenate([np.ones(idx.shape[0]), np.zeros(ns.shape[0])])
+            return self._pairs(src, dst, label, seed + i)
+        yield from prefetch(produce, range(skip, self.num_batches(epoch)), depth=2)
+
+    @torch.no_grad()
+    def pair_scores(self, model, pairs: np.ndarray) -> np.ndarray:
+        """One logit per pair, minibatched."""
+        was = model.training
+        model.eval()
+        try:
+            bs = self.settings["eval_batch_size"]
+            jobs = range(0, pairs.shape[1], bs)
+            make = lambda s: self._pairs(pairs[0, s:s + bs], pairs[1, s:s + bs],  # noqa: E731
+                                         np.zeros(min(bs, pairs.shape[1] - s)), EVAL_SEED)
+            out = [self.forward(model, b).reshape(-1).cpu() for b in prefetch(make, jobs, 2)]
+        finally:
+            model.train(was)
+        return torch.cat(out).numpy() if out else np.zeros(0)
+
+    def evaluate(self, model, splits) -> dict:
+        from scalegnn.train.metrics import link_metrics  # noqa: PLC0415
+        out = {}
+        for split in splits:
+            if split == "train":  # ranked against the validation negatives (a sample of them)
+                k = min(self.split.train_pos.shape[1], self.split.val_pos.shape[1])
+                pos, neg = self.split.train_pos[:, :k], self.split.val_neg
+            else:
+                pos, neg = self.split.pairs(split)
+            out[split] = link_metrics(self.pair_scores(model, pos), self.pair_scores(model, neg))
+        return out
