@@ -98,6 +98,8 @@ SHADOW_DEFAULTS = {
     "edge_split": [0.85, 0.05, 0.10],  # link: train / val / test share of the edges (seeded)
     "split_seed": 0,            # link: seed of the held-out edge split and its negatives
     "negatives": 10000,         # link: shared negative pairs ranked against each val/test edge
+    "pairs_per_epoch": 0,       # link: training positives per epoch, a fresh random subset
+                                # each epoch (0: all of them)
 }
 SECTIONS = {"distributed": DIST_DEFAULTS, "shadow": SHADOW_DEFAULTS}
 """Optional mode sections: name -> defaults (each key's type is its default's)."""
@@ -328,6 +330,9 @@ class Config:
                 raise ConfigError(f"shadow.{key}: must be in [1, {hi}], got {sh[key]}")
         if sh["task"] not in ("node", "link"):
             raise ConfigError(f"shadow.task: {sh['task']!r} is not one of ['link', 'node']")
+        if sh["pairs_per_epoch"] < 0:
+            raise ConfigError(f"shadow.pairs_per_epoch: must be >= 0 (0: all), got "
+                              f"{sh['pairs_per_epoch']}")
         if not 1 <= sh["negatives"] <= 10**7:
             raise ConfigError(f"shadow.negatives: must be in [1, 10**7], got {sh['negatives']}")
         frac = sh["edge_split"]

@@ -210,7 +210,8 @@ class LinkMode(ShadowMode):
     """Link prediction with shaDow-GNN (``shadow.task: link``; thesis Table 5.6, ogbl-collab
     style). The graph's undirected edges are split (``shadow.edge_split``, seeded by
     ``shadow.split_seed``) into training, validation and test positives; extractors run on the
-    training graph only. A minibatch is ``batch_size`` training positives and as many fresh
+    training graph only. An epoch visits the training positives (or a fresh random subset of
+    ``pairs_per_epoch`` of them). A minibatch is ``batch_size`` positives and as many fresh
     uniform negatives (non-edges of the training graph, drawn from (seed, epoch, batch)); the
     subgraph of a pair is the union of its two ends' scopes, read out by ``shadow.readout``
     (``hadamard`` / ``concat`` of the two centers, optionally ``+POOL``), scored by one logit
@@ -266,6 +267,16 @@ class LinkMode(ShadowMode):
             if hasattr(ex, "precompute"):  # PPR lists of every node (pairs touch any node)
                 ex.precompute(nodes)
         self._prepared = True
+
+    def _order(self, epoch: int) -> np.ndarray:
+        """This epoch's training positives (a fresh subset when ``pairs_per_epoch`` > 0)."""
+        order = super()._order(epoch)
+        cap = self.settings["pairs_per_epoch"]
+        return order[:cap] if cap > 0 else order
+
+    def num_batches(self, epoch: int) -> int:
+        self._prepare()
+        return max(1, math.ceil(self._order(epoch).size / self.settings["batch_size"]))
 
     def _pairs(self, src, dst, label, seed) -> "object":
         branches = [branch_batch(ex.extract_pairs(src, dst, seed=seed), self.dataset.features)
