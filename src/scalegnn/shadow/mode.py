@@ -31,13 +31,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from scalegnn.data.transforms import standardize_features
 from scalegnn.errors import ConfigError
 from scalegnn.ops import SparseAdj
 from scalegnn.shadow.batch import branch_batch, ensemble_batch, prefetch
 from scalegnn.train.checkpoint import dataset_fingerprint
 from scalegnn.train.metrics import compute_metrics
-from scalegnn.train.modes import Mode
+from scalegnn.train.modes import Mode, prepared_dataset
 
 EXTRACTOR_KEYS = {"khop": {"depth": int, "budget": int},
                   "ppr": {"k": int, "alpha": float, "eps": float, "threshold": float}}
@@ -96,10 +95,8 @@ class ShadowMode(Mode):
     name = "shadow"
 
     def __init__(self, dataset, config, *, seed: int = 0):
-        if config.params["standardize"] and not dataset.meta.get("standardized"):
-            dataset = standardize_features(dataset)
-        self.dataset, self.config, self.seed = dataset, config, int(seed)
-        self.settings = config.section("shadow")
+        self._common(dataset, config, seed)
+        dataset = self.dataset
         self.num_features, self.num_classes = dataset.num_features, dataset.num_classes
         self.multilabel, self.metric = dataset.multilabel, dataset.metric
         self.dataset_name = dataset.name
@@ -110,6 +107,10 @@ class ShadowMode(Mode):
             make_extractors(specs, dataset.train_graph, cache)
         self.train_idx = np.asarray(dataset.train_idx, dtype=np.int64)
         self._prepared = False
+
+    def _common(self, dataset, config, seed):
+        self.dataset, self.config, self.seed = prepared_dataset(dataset, config), config, int(seed)
+        self.settings = config.section("shadow")
 
     def identity(self) -> dict:
         return {"mode": self.name, "dataset": dataset_fingerprint(self.dataset), "plan": None,
@@ -223,10 +224,8 @@ class LinkMode(ShadowMode):
 
     def __init__(self, dataset, config, *, seed: int = 0):
         from scalegnn.shadow.link import split_edges  # noqa: PLC0415
-        if config.params["standardize"] and not dataset.meta.get("standardized"):
-            dataset = standardize_features(dataset)
-        self.dataset, self.config, self.seed = dataset, config, int(seed)
-        self.settings = config.section("shadow")
+        self._common(dataset, config, seed)
+        dataset = self.dataset
         frac = self.settings["edge_split"]
         if not isinstance(frac, (list, tuple)) or len(frac) != 3:
             raise ConfigError(f"shadow.edge_split: expected [train, val, test] fractions, got "

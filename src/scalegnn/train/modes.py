@@ -22,6 +22,14 @@ from scalegnn.train.evaluate import full_graph_logits
 from scalegnn.train.metrics import compute_metrics
 
 
+def prepared_dataset(dataset, config):
+    """The dataset as every single-process mode trains on it: features standardized by the
+    training nodes' statistics when ``params.standardize`` (GraphSAINT's preprocessing)."""
+    if config.params["standardize"] and not dataset.meta.get("standardized"):
+        return standardize_features(dataset)
+    return dataset
+
+
 class Mode:
     """The interface the trainer drives (defaults fit a single process)."""
 
@@ -101,9 +109,8 @@ class GraphSAINTMode(Mode):
     name = "graphsaint"
 
     def __init__(self, dataset, config, *, seed: int = 0):
-        if config.params["standardize"] and not dataset.meta.get("standardized"):
-            dataset = standardize_features(dataset)
-        self.dataset, self.config, self.seed = dataset, config, int(seed)
+        self.dataset, self.config, self.seed = prepared_dataset(dataset, config), config, int(seed)
+        dataset = self.dataset
         self.num_features, self.num_classes = dataset.num_features, dataset.num_classes
         self.multilabel, self.metric = dataset.multilabel, dataset.metric
         self.dataset_name = dataset.name

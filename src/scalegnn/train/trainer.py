@@ -404,7 +404,8 @@ def format_summary(result: dict, run_dir=None) -> str:
              f"{result['best_epoch']}/{result['epochs']}, wall {result['time']['wall_s']:.1f}s"]
     for split in ("val", "test"):
         m = result.get(split) or {}
-        keys = [k for k in ("f1_micro", "f1_macro", "accuracy", "roc_auc") if k in m]
+        keys = [k for k in ("f1_micro", "f1_macro", "accuracy", "roc_auc", "hits@20", "hits@50",
+                            "hits@100", "mrr") if k in m]
         lines.append(f"  {split:5s} " + "  ".join(f"{k}={m[k]:.4f}" for k in keys))
     where = f"; run directory: {run_dir}" if run_dir is not None else ""
     lines.append(f"  test {metric} = {(result.get('test') or {}).get(metric, float('nan')):.4f}"
