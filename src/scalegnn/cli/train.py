@@ -143,7 +143,8 @@ def resolve_run(args, mode: str) -> RunSpec:
 def run_train(args) -> int:
     from scalegnn.data import load_dataset
     from scalegnn.threads import set_threads
-    from scalegnn.train.trainer import Trainer, format_summary, resolve_device
+    from scalegnn.train.console import format_summary
+    from scalegnn.train.trainer import Trainer, resolve_device
 
     spec = resolve_run(args, "graphsaint")
     resolve_device(spec.device)  # before loading data or making a run directory

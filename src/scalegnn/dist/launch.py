@@ -86,7 +86,8 @@ def worker_main(argv=None) -> int:
     local = int(os.environ.get("LOCAL_RANK", rank))
     try:
         from scalegnn.dist.mode import DistributedMode
-        from scalegnn.train.trainer import Trainer, format_summary, resolve_device
+        from scalegnn.train.console import format_summary
+        from scalegnn.train.trainer import Trainer, resolve_device
         spec, plan_dir = resolve_dist_run(args)
         settings = spec.config.section("distributed")
         if settings["lean_memory"]:

@@ -30,11 +30,12 @@ import torch
 
 from scalegnn.config import Config
 from scalegnn.errors import ConfigError, TrainingError
+from scalegnn.faults import crash_point
 from scalegnn.nn import build_model
 from scalegnn.nn.models import MODEL_OPTIONS
 from scalegnn.threads import keep_freed_memory
 from scalegnn.train import checkpoint as ckpt
-from scalegnn.faults import crash_point
+from scalegnn.train.console import postfix, progress_bar
 from scalegnn.train.modes import Mode, mode_for
 from scalegnn.train.optim import Adam
 from scalegnn.train.rundir import RunDir
@@ -220,7 +221,7 @@ class Trainer:
         best = start["best"]
         totals = start["totals"] or {"sample_s": 0.0, "compute_s": 0.0, "eval_s": 0.0,
                                      "presample_s": 0.0}
-        bar = _progress(cfg.epochs, start["next_epoch"], self.progress)
+        bar = progress_bar(cfg.epochs, start["next_epoch"], self.progress)
         t_fit = time.perf_counter()
         last_save = [time.perf_counter()]
         every = cfg.params["checkpoint_seconds"]
@@ -257,7 +258,7 @@ class Trainer:
                 last_save[0] = time.perf_counter()
                 crash_point("epoch")
                 bar.update(1)
-                bar.set_postfix_str(_postfix(rec, metric))
+                bar.set_postfix_str(postfix(rec, metric))
         finally:
             bar.close()
             self.mode.close()
@@ -379,35 +380,3 @@ class Trainer:
                 "argv": os.environ.get(COMMAND_ENV, "").split("\x1f") if os.environ.get(COMMAND_ENV)
                 else sys.argv,
                 "pid": os.getpid(), **self.mode.run_info(), **self.extra_info}
-
-
-def _progress(total, initial, enabled):
-    from tqdm.auto import tqdm  # noqa: PLC0415
-    return tqdm(total=total, initial=initial, disable=not enabled, unit="epoch", dynamic_ncols=True,
-                file=sys.stderr)
-
-
-def _postfix(rec, metric) -> str:
-    s = f"loss={rec['loss']:.4f}"
-    if "val" in rec:
-        s += f" val_{metric}={rec['val'].get(metric, float('nan')):.4f}"
-    s += f" sample={rec['sample_s']:.1f}s compute={rec['compute_s']:.1f}s"
-    if "eval_s" in rec:
-        s += f" eval={rec['eval_s']:.1f}s"
-    return s
-
-
-def format_summary(result: dict, run_dir=None) -> str:
-    """The console summary every mode prints at the end of a run."""
-    metric = result["metric"]
-    lines = [f"dataset {result['dataset']} ({result.get('mode', 'graphsaint')}): best epoch "
-             f"{result['best_epoch']}/{result['epochs']}, wall {result['time']['wall_s']:.1f}s"]
-    for split in ("val", "test"):
-        m = result.get(split) or {}
-        keys = [k for k in ("f1_micro", "f1_macro", "accuracy", "roc_auc", "hits@20", "hits@50",
-                            "hits@100", "mrr") if k in m]
-        lines.append(f"  {split:5s} " + "  ".join(f"{k}={m[k]:.4f}" for k in keys))
-    where = f"; run directory: {run_dir}" if run_dir is not None else ""
-    lines.append(f"  test {metric} = {(result.get('test') or {}).get(metric, float('nan')):.4f}"
-                 f"{where}")
-    return "\n".join(lines)
