@@ -17,12 +17,34 @@ extraction overlaps training).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 
 import numpy as np
 import torch
 
 from scalegnn.batch import Batch
 from scalegnn.graph import Graph, index_dtype
+
+
+def drop_pair_edges(subs):
+    """``subs`` without the edges between each pair's two ends (link prediction: a training
+    positive must not be told its own answer by the edge it is about, which held-out and
+    negative pairs never have)."""
+    if subs.center2 is None:
+        return subs
+    n = subs.nodes.shape[0]
+    deg = np.diff(subs.indptr)
+    rows = np.repeat(np.arange(n, dtype=np.int64), deg)
+    seg = np.repeat(np.arange(subs.offsets.shape[0] - 1, dtype=np.int64), np.diff(subs.offsets))
+    c1, c2 = np.asarray(subs.center)[seg[rows]], np.asarray(subs.center2)[seg[rows]]
+    cols = np.asarray(subs.indices)
+    drop = ((rows == c1) & (cols == c2)) | ((rows == c2) & (cols == c1))
+    if not drop.any():
+        return subs
+    keep = ~drop
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=n), out=indptr[1:])
+    return dataclasses.replace(subs, indptr=indptr, indices=cols[keep])
 
 
 def branch_batch(subs, features) -> Batch:

@@ -33,7 +33,7 @@ import torch
 
 from scalegnn.errors import ConfigError
 from scalegnn.ops import SparseAdj
-from scalegnn.shadow.batch import branch_batch, ensemble_batch, prefetch
+from scalegnn.shadow.batch import branch_batch, drop_pair_edges, ensemble_batch, prefetch
 from scalegnn.train.checkpoint import dataset_fingerprint
 from scalegnn.train.metrics import compute_metrics
 from scalegnn.train.modes import Mode, prepared_dataset
@@ -214,7 +214,8 @@ class LinkMode(ShadowMode):
     training graph only. An epoch visits the training positives (or a fresh random subset of
     ``pairs_per_epoch`` of them). A minibatch is ``batch_size`` positives and as many fresh
     uniform negatives (non-edges of the training graph, drawn from (seed, epoch, batch)); the
-    subgraph of a pair is the union of its two ends' scopes, read out by ``shadow.readout``
+    subgraph of a pair is the union of its two ends' scopes without the edge between the two ends
+    (:func:`~scalegnn.shadow.batch.drop_pair_edges`), read out by ``shadow.readout``
     (``hadamard`` / ``concat`` of the two centers, optionally ``+POOL``), scored by one logit
     with a binary cross-entropy loss. Evaluation ranks each held-out positive against
     ``shadow.negatives`` shared negatives: Hits@20/50/100 and MRR (``scalegnn.train.metrics``).
@@ -278,8 +279,8 @@ class LinkMode(ShadowMode):
         return max(1, math.ceil(self._order(epoch).size / self.settings["batch_size"]))
 
     def _pairs(self, src, dst, label, seed) -> "object":
-        branches = [branch_batch(ex.extract_pairs(src, dst, seed=seed), self.dataset.features)
-                    for ex in self.train_extractors]
+        branches = [branch_batch(drop_pair_edges(ex.extract_pairs(src, dst, seed=seed)),
+                                 self.dataset.features) for ex in self.train_extractors]
         y = torch.from_numpy(np.asarray(label, dtype=np.float32).reshape(-1, 1))
         w = torch.full((src.shape[0],), 1.0 / max(src.shape[0], 1), dtype=torch.float32)
         return ensemble_batch(branches, y, w, src)
