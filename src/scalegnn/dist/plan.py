@@ -65,22 +65,11 @@ _REPARTITION = "re-run `scalegnn partition`"
 
 
 # ---------------------------------------------------------------------------- atomic writes
-def _named(fn, path, *args) -> None:
-    """Run a writer; an OSError without a file name (a full disk) gets ``path`` as its name."""
-    try:
-        fn(path, *args)
-    except OSError as e:
-        if e.filename is None and e.errno is not None:
-            raise type(e)(e.errno, e.strerror, str(path)) from None
-        raise
-
-
-def save_npy(path, arr) -> None:
-    _named(atomic_save_npy, path, arr)
+save_npy = atomic_save_npy  # scalegnn.io names the file in a write error (a full disk)
 
 
 def write_json(path, obj) -> None:
-    _named(lambda p, o: atomic_write_json(p, o, indent=1), path, obj)
+    atomic_write_json(path, obj, indent=1)
 
 
 def new_plan_id() -> str:

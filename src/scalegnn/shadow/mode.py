@@ -93,6 +93,7 @@ def make_extractors(specs, graph, cache_dir=None) -> list:
 
 class ShadowMode(Mode):
     name = "shadow"
+    pair = False  # a target is one node (LinkMode: a pair of nodes)
 
     def __init__(self, dataset, config, *, seed: int = 0):
         self._common(dataset, config, seed)
@@ -128,7 +129,7 @@ class ShadowMode(Mode):
                          hidden=network["dim"], arch=network["arch"], aggr=network["aggr"],
                          bias=network["bias"], act=network["act"], dropout=params["dropout"],
                          readout=self.settings["readout"], residual=self.settings["residual"],
-                         multilabel=self.multilabel,
+                         multilabel=self.multilabel, pair=self.pair,
                          **{k: network[k] for k in MODEL_OPTIONS if k in network})
 
     # -------------------------------------------------------------- batches
@@ -183,19 +184,23 @@ class ShadowMode(Mode):
         return model(parts)
 
     @torch.no_grad()
-    def scores(self, model, targets: np.ndarray) -> torch.Tensor:
-        """Class probabilities of ``targets``, minibatched (inference memory ~ one batch)."""
+    def infer(self, model, make, jobs) -> torch.Tensor:
+        """Logits of the batches ``make(job)`` builds (in the background), stacked: inference
+        memory is one batch, not the graph."""
         was = model.training
         model.eval()
         try:
-            bs = self.settings["eval_batch_size"]
-            jobs = [targets[s:s + bs] for s in range(0, targets.shape[0], bs)]
-            out = [model.predict(self.forward(model, b)).cpu()
-                   for b in prefetch(lambda t: self._make(t, self.eval_extractors, EVAL_SEED),
-                                     jobs, depth=2)]
+            out = [self.forward(model, b).cpu() for b in prefetch(make, jobs, depth=2)]
         finally:
             model.train(was)
         return torch.cat(out) if out else torch.zeros(0, self.num_classes)
+
+    def scores(self, model, targets: np.ndarray) -> torch.Tensor:
+        """Class probabilities of ``targets``, minibatched."""
+        bs = self.settings["eval_batch_size"]
+        jobs = [targets[s:s + bs] for s in range(0, targets.shape[0], bs)]
+        return model.predict(self.infer(
+            model, lambda t: self._make(t, self.eval_extractors, EVAL_SEED), jobs))
 
     def evaluate(self, model, splits) -> dict:
         ds = self.dataset
@@ -222,6 +227,7 @@ class LinkMode(ShadowMode):
     """
 
     name = "link"
+    pair = True
 
     def __init__(self, dataset, config, *, seed: int = 0):
         from scalegnn.shadow.link import split_edges  # noqa: PLC0415
@@ -248,16 +254,6 @@ class LinkMode(ShadowMode):
                 "edges": {k: int(getattr(self.split, f"{k}_pos").shape[1])
                           for k in ("train", "val", "test")},
                 "negatives": int(self.split.val_neg.shape[1])}
-
-    def build_model(self, network: dict, params: dict):
-        from scalegnn.nn.models import MODEL_OPTIONS  # noqa: PLC0415
-        from scalegnn.shadow.model import ShadowNet  # noqa: PLC0415
-        return ShadowNet(self.num_features, 1, branches=len(self.train_extractors),
-                         backbone=network["model"], hidden=network["dim"], arch=network["arch"],
-                         aggr=network["aggr"], bias=network["bias"], act=network["act"],
-                         dropout=params["dropout"], readout=self.settings["readout"],
-                         residual=self.settings["residual"], multilabel=True, pair=True,
-                         **{k: network[k] for k in MODEL_OPTIONS if k in network})
 
     def _prepare(self):
         if self._prepared:
@@ -302,20 +298,12 @@ class LinkMode(ShadowMode):
             return self._pairs(src, dst, label, seed + i)
         yield from prefetch(produce, range(skip, self.num_batches(epoch)), depth=2)
 
-    @torch.no_grad()
     def pair_scores(self, model, pairs: np.ndarray) -> np.ndarray:
         """One logit per pair, minibatched."""
-        was = model.training
-        model.eval()
-        try:
-            bs = self.settings["eval_batch_size"]
-            jobs = range(0, pairs.shape[1], bs)
-            make = lambda s: self._pairs(pairs[0, s:s + bs], pairs[1, s:s + bs],  # noqa: E731
-                                         np.zeros(min(bs, pairs.shape[1] - s)), EVAL_SEED)
-            out = [self.forward(model, b).reshape(-1).cpu() for b in prefetch(make, jobs, 2)]
-        finally:
-            model.train(was)
-        return torch.cat(out).numpy() if out else np.zeros(0)
+        bs = self.settings["eval_batch_size"]
+        make = lambda s: self._pairs(pairs[0, s:s + bs], pairs[1, s:s + bs],  # noqa: E731
+                                     np.zeros(min(bs, pairs.shape[1] - s)), EVAL_SEED)
+        return self.infer(model, make, range(0, pairs.shape[1], bs)).reshape(-1).numpy()
 
     def evaluate(self, model, splits) -> dict:
         from scalegnn.train.metrics import link_metrics  # noqa: PLC0415

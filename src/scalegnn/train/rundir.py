@@ -130,14 +130,10 @@ class RunDir:
         atomic_write_json(self.file(name), obj, indent=2)
 
     def append_metrics(self, record: dict):
-        p = self.file("metrics.jsonl")
-        with open(p, "ab") as f:
-            if f.tell() > 0:  # after a torn line: start a fresh one
-                with open(p, "rb") as r:
-                    r.seek(-1, os.SEEK_END)
-                    if r.read(1) != b"\n":
-                        f.write(b"\n")
-            f.write((json.dumps(record, sort_keys=True) + "\n").encode())
+        """One line per record; the file holds whole lines only, since every run first rewrites
+        it with :meth:`truncate_metrics` (a torn line is never appended to)."""
+        with open(self.file("metrics.jsonl"), "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
             f.flush()
 
     def read_metrics(self) -> list[dict]:

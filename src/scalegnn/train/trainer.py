@@ -118,10 +118,6 @@ class Trainer:
         self._best_state = None
         self._identity = None
 
-    @property
-    def optim(self):
-        return self.optimizer
-
     def identity(self) -> dict:
         if self._identity is None:
             self._identity = self.mode.identity()
@@ -203,8 +199,6 @@ class Trainer:
         cfg, run = self.config, self.run
         metric = self.mode.metric
         state = self._load_last() if self._has_checkpoint() else None
-        if state is not None:  # a config whose model does not fit is refused even when finished
-            ckpt.load_model_state(self.model, state["model"], self.out_dir / "last.pt")
         if state is not None and int(state["next_epoch"]) >= cfg.epochs \
                 and (self.out_dir / "summary.json").is_file():  # the same answer on every rank
             return self._finished_summary()  # resuming a finished run changes nothing
@@ -292,7 +286,9 @@ class Trainer:
         self.run.save("last.pt", state)
 
     def _load_last(self) -> dict:
-        """``last.pt``, checked against this run (identity, shapes, ranks)."""
+        """``last.pt``, checked against this run (identity, ranks, parameter shapes: a config
+        whose model does not fit is refused even when the run is finished); its weights are
+        loaded into the model."""
         path = self.out_dir / "last.pt"
         state = ckpt.load_checkpoint(path)
         ckpt.check_identity(state, self.identity(), path)
@@ -300,12 +296,12 @@ class Trainer:
         if not isinstance(rng, torch.Tensor) or rng.dim() != 2 or rng.shape[0] != self.mode.world:
             raise ConfigError(f"{path}: checkpoint's random states do not fit a run of "
                               f"{self.mode.world} rank(s)")
+        ckpt.load_model_state(self.model, state["model"], path)
         return state
 
     def _restore(self, state: dict) -> dict:
-        """Apply a loaded ``last.pt``; the loop's start position."""
+        """Apply the rest of a loaded ``last.pt``; the loop's start position."""
         path = self.out_dir / "last.pt"
-        ckpt.load_model_state(self.model, state["model"], path)
         try:
             self.optimizer.load_state_dict(state["optimizer"])
         except (ValueError, KeyError, TypeError) as e:
@@ -329,7 +325,7 @@ class Trainer:
         info = self.run.file("run.json")
         data = json.loads(info.read_text()) if info.is_file() else self._run_info()
         data.setdefault("resumed", []).append({"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                               "epochs_done": done, "argv": sys.argv})
+                                               "epochs_done": done, "argv": _command_line()})
         self.run.write_json("run.json", data)
 
     def _finished_summary(self) -> dict:
@@ -376,7 +372,11 @@ class Trainer:
                 "world_size": self.mode.world, "python": platform.python_version(),
                 "torch": torch.__version__, "numpy": np.__version__, "numba": numba.__version__,
                 "scalegnn": scalegnn.__version__, "host": platform.node(),
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "argv": os.environ.get(COMMAND_ENV, "").split("\x1f") if os.environ.get(COMMAND_ENV)
-                else sys.argv,
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "argv": _command_line(),
                 "pid": os.getpid(), **self.mode.run_info(), **self.extra_info}
+
+
+def _command_line() -> list[str]:
+    """The user's command: a launcher's (``SCALEGNN_COMMAND``) or this process's argv."""
+    cmd = os.environ.get(COMMAND_ENV)
+    return cmd.split("\x1f") if cmd else list(sys.argv)
