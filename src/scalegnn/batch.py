@@ -29,7 +29,9 @@ class Batch:
     col_nodes: np.ndarray | None = None
     """Parent ids of all columns when ``adj`` is rectangular (inner first, then boundary)."""
     x: object = None
-    """Gathered input features (torch.Tensor), rows aligned with ``nodes``."""
+    """Gathered input features, rows aligned with ``nodes``: a torch.Tensor, or
+    :class:`~scalegnn.features.SparseFeatures` rows for CSR features (the model's first layer
+    multiplies them sparse x dense)."""
     y: object = None
     """Gathered labels (torch.Tensor)."""
     loss_weight: object = None

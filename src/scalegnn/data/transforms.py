@@ -6,7 +6,9 @@ StandardScaler on the training nodes' features and transforms all nodes):
     x'_v = (x_v - mean_{u in train} x_u) / std_{u in train} x_u     (std 0 -> 1)
 
 Loaders return features unchanged; call this explicitly where the reference setup needs it.
-The result is a dense in-memory float32 copy (a memory-mapped input is read in row chunks).
+The result is a dense in-memory float32 copy (a memory-mapped input is read in row chunks);
+CSR features (:class:`~scalegnn.features.SparseFeatures`) stay CSR and carry ``mean`` and
+``1/std`` instead, which the first layer folds into its weights exactly.
 """
 
 from __future__ import annotations
@@ -16,12 +18,16 @@ import dataclasses
 import numpy as np
 
 from scalegnn.data.dataset import Dataset
+from scalegnn.features import SparseFeatures
 
 
 def standardize_features(ds: Dataset, nodes=None, chunk: int = 1 << 16) -> Dataset:
     """Dataset with features standardized by the statistics of ``nodes`` (default: train)."""
     nodes = ds.train_idx if nodes is None else np.asarray(nodes, dtype=np.int64)
     x = ds.features
+    if isinstance(x, SparseFeatures):  # exact, and kept sparse: the model folds μ and σ in
+        return dataclasses.replace(ds, features=x.standardize(nodes),
+                                   meta={**ds.meta, "standardized": True})
     fit = np.asarray(x[np.sort(nodes)], dtype=np.float64)
     mean = fit.mean(axis=0)
     std = fit.std(axis=0)

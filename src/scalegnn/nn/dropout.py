@@ -125,6 +125,7 @@ class FastDropout(nn.Dropout):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if (self.training and 0.0 < self.p < 1.0 and not self.inplace
+                and isinstance(x, torch.Tensor)   # CSR features: nn.Dropout dispatches to them
                 and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
                 and x.numel() > 0):
             return fast_dropout(x, self.p)

@@ -84,7 +84,8 @@ class GINLayer(nn.Module):
         a = unit_weights(adj) if self.weights == "ones" else adj
         x = self.dropout(x)
         w1 = self.lin1.weight.t()
-        if self.out_dim < self.in_dim:      # aggregate the narrower H W_1
+        # aggregate the narrower H W_1 (always for CSR input, which only multiplies weights)
+        if self.out_dim < self.in_dim or not isinstance(x, torch.Tensor):
             hw = x @ w1
             t = (1 + self._eps(hw)) * hw[:n] + spmm(a, hw)
         else:

@@ -77,7 +77,8 @@ class MixHopLayer(nn.Module):
         if 0 in self.powers:
             terms[0] = x[:num_rows] @ self.weights[0]
         hops = [k for k in self.powers if k > 0]
-        if hops and self.transform_first():
+        # CSR input (scalegnn.features) only multiplies dense weights: transform first
+        if hops and (self.transform_first() or not isinstance(x, torch.Tensor)):
             ws = [self.weights[self.powers.index(k)] for k in hops]
             h = x @ torch.cat(ws, dim=1)             # pending columns, blocks in order of hops
             for step in range(1, top + 1):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from scalegnn.features import SparseFeatures
 from scalegnn.nn.dropout import FastDropout
 from scalegnn.ops import SparseAdj, spmm
 from scalegnn.ops.fused import FUSED_ACTS, bias_act_norm
@@ -96,7 +97,8 @@ class SAINTLayer(nn.Module):
         terms = [own @ self.weights[0]]
         if self.order == 0:
             return terms
-        narrow_first = self.out_dim < self.in_dim
+        # CSR input (scalegnn.features): X W first, the only product it supports
+        narrow_first = self.out_dim < self.in_dim or isinstance(x, SparseFeatures)
         hop = x
         for o in range(1, self.order + 1):
             if narrow_first:

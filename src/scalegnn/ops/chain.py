@@ -33,7 +33,8 @@ def propagate_linear(adj: SparseAdj, x: torch.Tensor, weight: torch.Tensor, *,
                           f"got {order!r}")
     f_in, f_out = weight.shape
     if order == "auto":
-        order = chain_order(f_in, f_out)
+        # CSR features (scalegnn.features) only multiply dense weights: X W first
+        order = chain_order(f_in, f_out) if isinstance(x, torch.Tensor) else "transform_first"
     if order == "transform_first":
         return spmm(adj, x @ weight)
     return spmm(adj, x) @ weight

@@ -1,6 +1,7 @@
 """Full-graph inference, layer by layer in row blocks (never a dense adjacency).
 
-Memory: the features, the CSR with one float per edge, the current layer's input and output,
+Memory: the features (CSR ones stay CSR: the first layer multiplies them sparse x dense),
+the CSR with one float per edge, the current layer's input and output,
 plus at most one propagated matrix per hop of order >= 2. Each layer's output is computed for
 blocks of ``batch_rows`` rows: ``out[R] = combine(X[R] W_0, Â[R,:] (X W_1 or X) ...)``, so the
 per-hop intermediate terms exist only for one block at a time.
@@ -14,6 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from scalegnn.features import SparseFeatures
 from scalegnn.graph import Graph
 from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops import SparseAdj, spmm
@@ -27,8 +29,11 @@ def row_block(adj: SparseAdj, start: int, stop: int) -> SparseAdj:
     return SparseAdj(adj.indptr[start:stop + 1] - a, adj.indices[a:b], adj.data[a:b], adj.num_cols)
 
 
-def as_tensor(features) -> torch.Tensor:
-    """Zero-copy tensor over a numpy array or read-only memmap (never written to)."""
+def as_tensor(features) -> torch.Tensor | SparseFeatures:
+    """Zero-copy tensor over a numpy array or read-only memmap (never written to); CSR
+    features are the model's input as they are."""
+    if isinstance(features, SparseFeatures):
+        return features
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # read-only memmap: we only read it
         return torch.from_numpy(np.asarray(features))
@@ -36,8 +41,9 @@ def as_tensor(features) -> torch.Tensor:
 
 def _layer_full(layer: SAINTLayer, h: torch.Tensor, adj: SparseAdj, batch_rows: int) -> torch.Tensor:
     n = adj.num_rows
-    out = torch.empty(n, layer.output_dim, dtype=h.dtype)
-    narrow = layer.out_dim < layer.in_dim
+    out = torch.empty(n, layer.output_dim, dtype=layer.weights[0].dtype)  # h may be CSR
+    # CSR input: always X W first (the sparse side of the product is X itself)
+    narrow = layer.out_dim < layer.in_dim or isinstance(h, SparseFeatures)
     bases = []  # per hop o >= 1: the matrix whose rows the last Â of Â^o is applied to
     for o in range(1, layer.order + 1):
         b = h @ layer.weights[o] if narrow else h
@@ -61,9 +67,10 @@ def _dense_full(fn, h: torch.Tensor, batch_rows: int) -> torch.Tensor:
 
 @torch.no_grad()
 def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_BATCH_ROWS,
-                      adj: SparseAdj | None = None) -> torch.Tensor:
+                      adj: SparseAdj | None = None, embeddings: bool = False) -> torch.Tensor:
     """Logits of every node of ``graph`` (row-normalized adjacency ``D⁻¹A``, GraphSAINT's
-    evaluation operator), computed layer by layer in blocks of ``batch_rows`` rows.
+    evaluation operator), computed layer by layer in blocks of ``batch_rows`` rows;
+    ``embeddings``: the classifier's input instead, ``model.embed`` (L2-normalized rows).
 
     Models whose layers are not all :class:`SAINTLayer` (the other families of ``nn/``) run
     ``model(features, adj)`` on the whole graph instead (no row blocking)."""
@@ -75,12 +82,14 @@ def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_B
         h = as_tensor(features)
         if not all(isinstance(layer, SAINTLayer) for layer in model.layers):
             # other families (GCN, GAT, MixHop, JK, GIN): one whole-graph forward pass
-            return model(h, adj)
+            return model.embed(h, adj) if embeddings else model(h, adj)
         for layer in model.layers:
             if layer.order == 0:
                 h = _dense_full(layer, h, batch_rows)
             else:
                 h = _layer_full(layer, h, adj, batch_rows)
+        if embeddings:
+            return _dense_full(lambda b: F.normalize(b, p=2, dim=1), h, batch_rows)
         return _dense_full(lambda b: model.classifier(F.normalize(b, p=2, dim=1)), h, batch_rows)
     finally:
         model.train(was_training)
