@@ -32,8 +32,8 @@ def gs(tmp_path):
 
 def test_missing_path_and_unknown_format(tmp_path):
     expect(tmp_path / "nope", "nope", "no such file")
-    (tmp_path / "x.txt").write_text("hi")
-    expect(tmp_path / "x.txt", "x.txt", "unknown dataset file type")
+    (tmp_path / "x.docx").write_text("hi")
+    expect(tmp_path / "x.docx", "x.docx", "unknown dataset file type")
     (tmp_path / "empty").mkdir()
     expect(tmp_path / "empty", "empty", "unknown dataset folder")
 

@@ -5,7 +5,10 @@
   GraphSAINT folder.
 * ``data convert SRC --to graphsaint DST`` — load any supported format, write GraphSAINT.
 
-SPEC is anything :func:`scalegnn.data.load_dataset` accepts (a path or a generator spec).
+SPEC is anything :func:`scalegnn.data.load_dataset` accepts (a path, a dataset spec .yml or a
+generator spec); the data options (``--id-column``, ``--label-column``, ``--adjacency``,
+``--features``, ``--labels``, ``--features-source``: :func:`add_data_arguments`) are shared with
+``train``, ``dist-train`` and ``partition``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,39 @@ def _human_bytes(b: int) -> str:
     return ""
 
 
+def add_data_arguments(p):
+    """The loader options (:mod:`scalegnn.data.options`) as flags; :func:`data_options` reads
+    them back as the ``options`` dict of :func:`scalegnn.data.load_dataset`."""
+    g = p.add_argument_group("data options", "choices a dataset file leaves open (a dataset "
+                             "spec .yml may hold them instead)")
+    g.add_argument("--id-column", metavar="NAME",
+                   help="labels CSV: column of node ids (e.g. new_id for MUSAE twitch)")
+    g.add_argument("--label-column", metavar="NAME",
+                   help="labels CSV: column of classes (e.g. mature); .mat: 0-based column of "
+                        "the label matrix, a single-label task")
+    g.add_argument("--adjacency", metavar="VAR", help=".mat: adjacency variable (e.g. A)")
+    g.add_argument("--features", metavar="VAR", help=".mat: feature variable (e.g. Attributes)")
+    g.add_argument("--labels", metavar="VAR|FILE",
+                   help=".mat: label variable (e.g. Label); edge list or CSV: labels file")
+    g.add_argument("--features-source", metavar="structural|onehot|FILE.npy",
+                   help="node features instead of the file's own (default: the file's own; "
+                        "structural ones when it has none)")
+
+
+def data_options(args) -> dict:
+    """The data options given on the command line (None: not given)."""
+    from scalegnn.data.options import OPTION_KEYS
+    return {k: getattr(args, k) for k in OPTION_KEYS if getattr(args, k, None) is not None}
+
+
+def features_line(meta: dict) -> str | None:
+    """What the features are when the user did not choose them: one line, else None."""
+    if meta.get("featureless"):
+        return (f"no node features in the data: using {meta.get('features', 'structural')}; "
+                f"choose with --features-source structural|onehot|FILE.npy")
+    return None
+
+
 def format_info(info: dict) -> str:
     d = info["degree"]
     s = info["splits"]
@@ -35,7 +71,9 @@ def format_info(info: dict) -> str:
         f"nodes      {info['nodes']:,}",
         f"edges      {info['edges']:,} undirected ({info['directed_entries']:,} CSR entries)",
         f"degree     min {d['min']}  median {d['median']:g}  mean {d['mean']:.2f}  max {d['max']}",
-        f"features   {info['features']:,}",
+        f"features   {info['features']:,}" + (f"  ({info['features_note']})"
+                                               if info.get("features_note") else "")
+        + (f"  [{info['feature_storage']}]" if info.get("feature_storage") else ""),
         f"task       {task}, metric {info['metric']}",
         f"splits     train {s['train']:,} / val {s['val']:,} / test {s['test']:,}",
         f"bytes      graph {_human_bytes(by['graph'])}, features {_human_bytes(by['features'])}, "
@@ -46,9 +84,12 @@ def format_info(info: dict) -> str:
 
 def _info(args) -> int:
     from scalegnn.data import load_dataset
-    ds = load_dataset(args.spec, split=args.split, seed=args.seed, mmap=args.mmap)
+    ds = load_dataset(args.spec, split=args.split, seed=args.seed, mmap=args.mmap,
+                      options=data_options(args))
     info = ds.info()
     info["source"] = ds.source
+    if ds.meta.get("features"):
+        info["features_note"] = features_line(ds.meta) or str(ds.meta["features"])
     print(json.dumps(info) if args.json else format_info(info))
     return 0
 
@@ -76,7 +117,7 @@ def _convert(args) -> int:
     from scalegnn.data.graphsaint import save_graphsaint
     if args.to != "graphsaint":
         raise DataError(f"--to: unsupported format {args.to!r}; allowed: graphsaint")
-    ds = load_dataset(args.src, split=args.split, seed=args.seed)
+    ds = load_dataset(args.src, split=args.split, seed=args.seed, options=data_options(args))
     save_graphsaint(ds, args.dst, overwrite=args.overwrite)
     print(f"wrote {args.dst}: {ds.num_nodes:,} nodes (from {ds.source})", file=sys.stderr)
     return 0
@@ -94,6 +135,7 @@ def add_parser(sub):
     info.add_argument("--split", type=int, default=0, help="which given split (default 0)")
     info.add_argument("--seed", type=int, default=0, help="seed for generators/splits")
     info.add_argument("--mmap", action="store_true", help="memory-map float32 features")
+    add_data_arguments(info)
     info.set_defaults(func=_info)
 
     syn = dsub.add_parser("synth", help="generate a dataset into a GraphSAINT folder")
@@ -127,6 +169,7 @@ def add_parser(sub):
     conv.add_argument("--overwrite", action="store_true")
     conv.add_argument("--split", type=int, default=0)
     conv.add_argument("--seed", type=int, default=0)
+    add_data_arguments(conv)
     conv.set_defaults(func=_convert)
 
 

@@ -94,10 +94,10 @@ def detect_format(path) -> str:
             return "npz"
         if suffix == ".mat":
             return "mat"
-        if suffix in (".csv", ".tsv", ".edges"):
+        if suffix in (".csv", ".tsv", ".edges", ".txt", ".ungraph", ".edgelist"):
             return "csv"
         raise DataError(f"{p}: unknown dataset file type {suffix!r} (expected .npz, .mat, "
-                        ".csv or a folder)")
+                        ".csv, an edge list .txt/.edges, a dataset spec .yml or a folder)")
     if any((p / f).is_file() for f in ("adj_full.npz", "adj_train.npz", "role.json",
                                         "class_map.json")):
         return "graphsaint"  # so an incomplete folder reports its missing file
@@ -113,7 +113,7 @@ def detect_format(path) -> str:
 
 
 def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
-                 mmap: bool = False) -> Dataset:
+                 mmap: bool = False, options: dict | None = None) -> Dataset:
     """Load a dataset from a path or build one from a generator spec.
 
     Spec grammar (a string starting with a generator name is a generator spec; to load a
@@ -132,18 +132,35 @@ def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
           *.npz (or folder with one)             gnn-benchmark / heterophilous (scalegnn.data.npz)
           *.mat (or folder with one)             network/group MATLAB (scalegnn.data.mat)
           *edges*.csv (or folder with one)       edge-list CSV (scalegnn.data.csv)
+          *.txt, *.edges, *.ungraph[.txt]        plain edge list, whitespace separated, # or %
+                                                 comments (scalegnn.data.csv)
+          *.yml / *.yaml                         a dataset spec: ``path`` plus loader options
+                                                 (scalegnn.data.options)
 
-    ``split`` picks one of several given splits (heterophilous masks); ``seed`` drives the
+    ``options`` are the choices a file leaves open (column and variable names, the features of
+    a featureless graph): see :mod:`scalegnn.data.options`; a key the format does not read is
+    refused. ``split`` picks one of several given splits (heterophilous masks); ``seed`` drives the
     generators and every seeded split (50/25/25 unless the format has a split); ``mmap``
     memory-maps float32 GraphSAINT features. Errors are one-line :class:`DataError`, also for
     an unreadable file (the OSError's file and reason) and for running out of memory.
     """
+    from scalegnn.data import options as O
     if isinstance(spec, Dataset):
         return spec
+    options = O.check_options(options)
     try:
+        if O.is_spec_file(spec):
+            spec, from_file = O.read_spec_file(spec)
+            options = {**from_file, **options}  # the command line wins
         if is_generator_spec(spec):
-            return _generate(spec, seed)
-        return _load_path(spec, split=split, seed=seed, mmap=mmap)
+            O.check_for_format(options, "generated", spec)
+            ds = _generate(spec, seed)
+        else:
+            ds = _load_path(spec, split=split, seed=seed, mmap=mmap, options=options)
+        source = options.get("features_source")
+        if source is not None and ds.meta.get("features_source") != source:
+            ds = O.apply_features_source(ds, source, seed)
+        return ds
     except MemoryError:
         raise DataError(f"{spec}: not enough memory to load or build this dataset") from None
     except OSError as e:
@@ -151,9 +168,11 @@ def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
         raise DataError(f"{where}: {e.strerror or e}") from None
 
 
-def _load_path(spec, *, split: int, seed: int, mmap: bool) -> Dataset:
+def _load_path(spec, *, split: int, seed: int, mmap: bool, options: dict) -> Dataset:
     """Detect the format of a file or folder and run its loader."""
+    from scalegnn.data.options import check_for_format
     fmt = detect_format(spec)
+    check_for_format(options, fmt, spec)
     p = Path(spec)
     if fmt == "graphsaint":
         from scalegnn.data.graphsaint import load_graphsaint
@@ -168,6 +187,6 @@ def _load_path(spec, *, split: int, seed: int, mmap: bool) -> Dataset:
         return load_npz(p, split=split, seed=seed)
     if fmt == "mat":
         from scalegnn.data.mat import load_mat
-        return load_mat(p, seed=seed)
+        return load_mat(p, seed=seed, options=options)
     from scalegnn.data.csv import load_csv
-    return load_csv(p, seed=seed)
+    return load_csv(p, seed=seed, options=options)

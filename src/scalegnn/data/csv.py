@@ -9,10 +9,18 @@ Files (a folder holding them, or the edge CSV itself with its siblings found by 
 * features (optional): ``*.npy`` (N x F), or ``*.json`` either ``{"node": [active feature
   ids]}`` or ``[[active ids of node 0], [..node 1], ...]`` -> 0/1 float32 with F = max id + 1.
   Missing -> structural features (see :mod:`scalegnn.data.structural`).
-* labels: ``*target*.csv``/``*label*.csv``/``*class*.csv`` with a header; the node id column is
-  ``id``/``node``/``node_id`` (else row order), the label column the first of ``page_type``,
-  ``label``, ``target``, ``class``, ``y`` present (else the last column). String classes map
-  to ids in sorted order of the names (recorded in ``meta["class_names"]``).
+* labels: ``*target*.csv``/``*label*.csv``/``*class*.csv`` with a header, or the file named by
+  the ``labels`` option (``--labels``; a CSV with a header, or ``node label`` lines without
+  one). The node id column is ``--id-column`` when given, else ``id``/``node``/``node_id``
+  (else row order); the label column is ``--label-column`` when given, else the first of
+  ``page_type``, ``label``, ``target``, ``class``, ``y`` present, else the only column that is
+  not the id column; with several candidates the loader refuses and names the columns.
+  String classes map to ids in sorted order of the names (recorded in
+  ``meta["class_names"]``). A column with as many classes as labelled nodes (an id, a count)
+  is refused: nothing could be learned or tested from it.
+* plain edge lists (``.txt``, ``.edges``, ``.ungraph``; SNAP, Network Repository):
+  whitespace/comma separated, lines starting with ``#`` or ``%`` are comments, extra columns
+  (weights) are ignored. They carry no labels: name a labels file with ``--labels``.
 
 N = number of labelled rows (or max id + 1 with an id column). Split: seeded 50/25/25.
 """
@@ -25,15 +33,19 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from scalegnn.data import _common as C
 from scalegnn.data.dataset import Dataset
-from scalegnn.data.structural import structural_features
+from scalegnn.data.options import check_class_column, featureless_features, flag
 from scalegnn.errors import DataError
+from scalegnn.features import SparseFeatures
 
 ID_COLUMNS = ("id", "node", "node_id", "nodeid")
 LABEL_COLUMNS = ("page_type", "label", "target", "class", "y")
-_EDGE_PATTERNS = ("*edges*.csv", "*edge*.csv", "*.edges", "*edges*.tsv", "*.tsv")
+_EDGE_PATTERNS = ("*edges*.csv", "*edge*.csv", "*.edges", "*edges*.tsv", "*.tsv",
+                  "*.ungraph.txt", "*.ungraph", "*edges*.txt", "*.edgelist")
+COMMENTS = ("#", "%")
 _LABEL_PATTERNS = ("*target*.csv", "*label*.csv", "*class*.csv")
 
 
@@ -68,8 +80,15 @@ def _is_number(tok: str) -> bool:
 def read_edge_csv(path) -> tuple[np.ndarray, np.ndarray]:
     """(src, dst) int64 arrays from a two-column edge list with optional header."""
     path = C.require_file(path, "edge list")
+    skip = 0  # leading comment lines (SNAP '# Nodes: ...'), so the header test sees data
     with open(path, encoding="utf-8", errors="replace") as f:
-        first = f.readline().strip()
+        for first in f:
+            first = first.strip()
+            if first and not first.startswith(COMMENTS):
+                break
+            skip += 1
+        else:
+            first = ""
     if not first:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     delim = next((d for d in (",", "\t", ";") if d in first), None)
@@ -80,8 +99,8 @@ def read_edge_csv(path) -> tuple[np.ndarray, np.ndarray]:
     try:
         with warnings.catch_warnings():  # a header-only file is an empty edge list
             warnings.simplefilter("ignore", UserWarning)
-            e = np.loadtxt(path, delimiter=delim, skiprows=int(header), usecols=(0, 1),
-                           dtype=np.int64, ndmin=2, comments="#")
+            e = np.loadtxt(path, delimiter=delim, skiprows=skip + int(header), usecols=(0, 1),
+                           dtype=np.int64, ndmin=2, comments=COMMENTS)
     except ValueError as ex:  # also UnicodeDecodeError; names the bad token ('2.5')
         raise DataError(f"{path}: bad edge list, node ids must be integers "
                         f"({C._short(ex)})") from None
@@ -89,27 +108,75 @@ def read_edge_csv(path) -> tuple[np.ndarray, np.ndarray]:
     return e[:, 0].copy(), e[:, 1].copy()
 
 
-def read_labels_csv(path):
-    """(node ids or None, raw label strings, label column name)."""
+def _label_rows(path) -> list[list[str]]:
+    """Rows of a labels file: a .csv through the csv module (quoted fields), other files split
+    on the first line's delimiter (tab, ``;``, ``,``) or on whitespace, comment lines dropped."""
+    with open(path, encoding="utf-8", newline="") as f:
+        if path.suffix.lower() == ".csv":
+            return list(_csv.reader(f))
+        lines = [ln.strip() for ln in f]
+    lines = [ln for ln in lines if ln and not ln.startswith(COMMENTS)]
+    delim = next((d for d in ("\t", ";", ",") if lines and d in lines[0]), None)
+    return [[t.strip() for t in (ln.split(delim) if delim else ln.split())] for ln in lines]
+
+
+def _pick_column(head, wanted, key, path, fallback) -> int | None:
+    """Index of the column the user named (case-insensitive), else ``fallback``."""
+    if wanted is None:
+        return fallback
+    name = str(wanted).strip().lower()
+    if name in head:
+        return head.index(name)
+    raise DataError(f"{path}: no column {wanted!r} for {flag(key)}; columns: {', '.join(head)}")
+
+
+def read_labels_csv(path, id_column=None, label_column=None):
+    """(node ids or None, raw label strings, label column name).
+
+    A first row of numbers only is data, not a header (``node label`` lines); its columns are
+    then named ``0``, ``1``... (two columns: node id, label). See the module docstring for how
+    the id and label columns are chosen."""
     path = C.require_file(path, "labels CSV")
     try:
-        with open(path, encoding="utf-8", newline="") as f:
-            rows = list(_csv.reader(f))
+        rows = _label_rows(path)
     except UnicodeDecodeError as e:
         raise DataError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except _csv.Error as e:
         raise DataError(f"{path}: bad CSV ({C._short(e)})") from None
-    if len(rows) < 2:
+    if not rows:
         raise DataError(f"{path}: no label rows")
-    head = [h.strip().lower() for h in rows[0]]
-    if not head:
-        raise DataError(f"{path}: line 1 must be a header (e.g. id,label), found an empty line")
-    id_col = next((head.index(c) for c in ID_COLUMNS if c in head), None)
-    lab_col = next((head.index(c) for c in LABEL_COLUMNS if c in head), len(head) - 1)
-    body = rows[1:]
+    headerless = bool(rows[0]) and all(_is_number(t) for t in rows[0])
+    if headerless:
+        head = [str(i) for i in range(len(rows[0]))]
+        guess_id = 0 if len(head) == 2 else None
+        guess_label = len(head) - 1 if len(head) <= 2 else None
+    else:
+        if len(rows) < 2:
+            raise DataError(f"{path}: no label rows")
+        head = [h.strip().lower() for h in rows[0]]
+        if not head:
+            raise DataError(f"{path}: line 1 must be a header (e.g. id,label), found an empty "
+                            "line")
+        guess_id = next((head.index(c) for c in ID_COLUMNS if c in head), None)
+        guess_label = next((head.index(c) for c in LABEL_COLUMNS if c in head), None)
+    id_col = _pick_column(head, id_column, "id_column", path, guess_id)
+    lab_col = _pick_column(head, label_column, "label_column", path, guess_label)
+    if lab_col is None:
+        rest = [i for i in range(len(head)) if i != id_col]
+        if len(rest) != 1:
+            raise DataError(f"{path}: which column holds the classes? columns: "
+                            f"{', '.join(head)}; name one with {flag('label_column')}")
+        lab_col = rest[0]
+    if lab_col == id_col:
+        raise DataError(f"{path}: column {head[lab_col]!r} cannot be both the node ids and the "
+                        f"labels; name the other with {flag('id_column')} or "
+                        f"{flag('label_column')}")
+    body = rows[0 if headerless else 1:]
+    first_line = 1 if headerless else 2
     for i, r in enumerate(body):
         if len(r) != len(head):
-            raise DataError(f"{path}: line {i + 2} has {len(r)} fields, header has {len(head)}")
+            raise DataError(f"{path}: line {i + first_line} has {len(r)} fields, "
+                            f"{'line 1' if headerless else 'header'} has {len(head)}")
     values = [r[lab_col].strip() for r in body]
     ids = None
     if id_col is not None:
@@ -141,8 +208,9 @@ def label_ids(values, path) -> tuple[np.ndarray, list | None]:
     return C.strings_to_classes(values)
 
 
-def read_json_features(path, n: int) -> np.ndarray:
-    """0/1 float32 (n, F) from {node: [active ids]} or [[active ids], ...]."""
+def read_json_features(path, n: int) -> SparseFeatures:
+    """0/1 float32 (n, F) CSR from {node: [active ids]} or [[active ids], ...] (never dense:
+    facebook's 22,470 x 4,714 would be 404 MiB dense, 1.5 MiB as CSR)."""
     path = C.require_file(path, "features JSON")
     try:
         with open(path, encoding="utf-8") as f:
@@ -174,50 +242,66 @@ def read_json_features(path, n: int) -> np.ndarray:
     if cols.size and cols.min() < 0:
         raise DataError(f"{path}: negative feature id {cols.min()}")
     width = int(cols.max()) + 1 if cols.size else 1
-    C.require_memory(f"{path}: feature id {width - 1}", 4.0 * n * width)
-    x = np.zeros((n, width), dtype=np.float32)
-    x[np.repeat(nodes, lens), cols] = 1.0
-    return x
+    if width > 2**31 - 1:  # the first layer's weight has a row per feature id
+        raise DataError(f"{path}: feature id {width - 1} is absurd (more than 2^31 columns)")
+    x = sp.csr_matrix((np.ones(cols.size, np.float32), (np.repeat(nodes, lens), cols)),
+                      shape=(n, width))
+    x.sum_duplicates()
+    x.data[:] = 1.0  # an id listed twice is still one active feature
+    return SparseFeatures(x)
 
 
-def load_csv(path, *, seed: int = 0, name: str | None = None) -> Dataset:
+def load_csv(path, *, seed: int = 0, name: str | None = None,
+             options: dict | None = None) -> Dataset:
+    """Edge list + labels (+ features) as described in the module docstring; ``options``:
+    id_column, label_column, labels (a labels file), features_source."""
+    options = options or {}
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: missing file or folder")
     files = find_csv_files(path)
     if files is None:
         raise DataError(f"{path}: no edge list CSV found (expected *edges*.csv)")
+    if "labels" in options:
+        files["labels"] = C.require_file(options["labels"], f"labels file ({flag('labels')})")
     if files["labels"] is None:
-        raise DataError(f"{path}: no labels CSV found (expected *target*.csv or *label*.csv)")
+        raise DataError(f"{path}: no labels CSV found (expected *target*.csv or *label*.csv "
+                        f"beside the edges); name a labels file with {flag('labels')}")
     src, dst = read_edge_csv(files["edges"])
-    ids, values, label_col = read_labels_csv(files["labels"])
+    ids, values, label_col = read_labels_csv(files["labels"], options.get("id_column"),
+                                             options.get("label_column"))
     lab_path = files["labels"]
     if ids is None:
         n = len(values)
         order = np.arange(n)
     else:
+        hint = "" if "id_column" in options else \
+            f" (is another column the node id? name it with {flag('id_column')})"
         if ids.min() < 0:
-            raise DataError(f"{lab_path}: negative node id {ids.min()}")
+            raise DataError(f"{lab_path}: negative node id {ids.min()}{hint}")
         n = int(ids.max()) + 1
         if np.unique(ids).size != ids.size or ids.size != n:
-            raise DataError(f"{lab_path}: node ids must be 0..N-1, each exactly once")
+            raise DataError(f"{lab_path}: node ids must be 0..N-1, each exactly once{hint}")
         order = ids
     raw, class_names = label_ids(values, lab_path)
     labels = np.zeros(n, dtype=np.int64)
     labels[order] = raw
     graph = C.graph_from_edges(src, dst, n, files["edges"])
     fpath = files["features"]
-    if fpath is None:
-        x, note = structural_features(graph, seed=seed), "structural"
+    extra = {}
+    if fpath is None or "features_source" in options:
+        x, extra = featureless_features(graph, seed, options, path)
+        note = extra.pop("features")
     elif fpath.suffix == ".npy":
         from scalegnn.data.graphsaint import load_features
         x, note = load_features(fpath, n), str(fpath.name)
     else:
         x, note = read_json_features(fpath, n), str(fpath.name)
+    check_class_column(raw, lab_path, f"column {label_col!r}")
     tr, va, te = C.seeded_split(n, seed)
     meta = {"format": "csv", "files": {k: str(v) for k, v in files.items() if v},
             "label_column": label_col, "features": note,
-            "split": f"seeded 50/25/25 (seed={seed})"}
+            "split": f"seeded 50/25/25 (seed={seed})", **extra}
     if class_names is not None:
         meta["class_names"] = class_names
     stem = path.name if path.is_dir() else path.stem.replace("_edges", "")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scalegnn.errors import DataError
+from scalegnn.features import SparseFeatures
 from scalegnn.graph import Graph
 
 METRICS = ("f1_micro", "accuracy", "roc_auc")
@@ -20,10 +21,12 @@ class Dataset:
     ``graph`` is the full graph (symmetric, sorted, no duplicates). ``labels`` is int64 of shape
     (N,) for single-label tasks or a 0/1 float32 matrix (N, C) for multi-label tasks.
     ``train_graph`` (inductive setting) keeps only train–train edges, with the same node ids.
+    ``features`` is a dense float32 (N, F) array or memmap, or CSR
+    (:class:`~scalegnn.features.SparseFeatures`, from sparse sources such as JSON id lists).
     """
 
     graph: Graph
-    features: np.ndarray
+    features: np.ndarray | SparseFeatures
     labels: np.ndarray
     train_idx: np.ndarray
     val_idx: np.ndarray
@@ -38,6 +41,25 @@ class Dataset:
         self.train_idx = np.asarray(self.train_idx, dtype=np.int64)
         self.val_idx = np.asarray(self.val_idx, dtype=np.int64)
         self.test_idx = np.asarray(self.test_idx, dtype=np.int64)
+
+    # -------------------------------------------------------------- built from arrays
+    @classmethod
+    def from_arrays(cls, adjacency, labels, features=None, **kw) -> "Dataset":
+        """A validated Dataset from an (N x N) adjacency (numpy, scipy sparse or torch),
+        labels ((N,) class ids or an (N, C) 0/1 matrix) and features ((N, F); None ->
+        structural). Keywords: ``train``/``val``/``test`` (index arrays or boolean masks; none
+        -> seeded 50/25/25), ``seed``, ``name``, ``metric``, ``features_source``. The graph
+        is symmetrized, deduplicated and stripped of self-loops. See
+        :mod:`scalegnn.data.arrays`."""
+        from scalegnn.data.arrays import from_arrays
+        return from_arrays(adjacency, labels, features, **kw)
+
+    @classmethod
+    def from_edge_index(cls, edge_index, labels, features=None, **kw) -> "Dataset":
+        """As :meth:`from_arrays`, from a (2, E) ``edge_index`` (PyG's layout) and
+        ``num_nodes`` (default: the number of labels)."""
+        from scalegnn.data.arrays import from_edge_index
+        return from_edge_index(edge_index, labels, features, **kw)
 
     # -------------------------------------------------------------- task metadata
     @property
@@ -86,7 +108,9 @@ class Dataset:
                             f"({n}, F) to match the graph's {n} nodes")
         if self.features.dtype != np.float32:
             raise DataError(f"{src}: features must be float32, got {self.features.dtype}")
-        if not _all_finite(self.features):
+        finite = self.features.all_finite() if isinstance(self.features, SparseFeatures) \
+            else _all_finite(self.features)
+        if not finite:
             raise DataError(f"{src}: features contain NaN or inf")
         if self.labels.shape[0] != n:
             raise DataError(f"{src}: {self.labels.shape[0]} labels for {n} nodes")
@@ -128,6 +152,8 @@ class Dataset:
                        "mean": float(deg.mean()) if deg.size else 0.0,
                        "median": float(np.median(deg)) if deg.size else 0.0},
             "features": self.num_features,
+            "feature_storage": (f"csr (density {self.features.density:.3%})"
+                                if isinstance(self.features, SparseFeatures) else "dense"),
             "classes": self.num_classes,
             "multilabel": self.multilabel,
             "metric": self.metric,

@@ -8,7 +8,10 @@ Two layouts are recognised by their keys:
   ``labels_data/labels_indices/labels_indptr/labels_shape`` -> multi-label). No split in the
   file: a seeded 50/25/25 split. The adjacency is symmetrized, deduplicated and stripped of
   self-loops (citeseer.npz stores 4,715 directed entries incl. 124 self-loops -> 4,536
-  undirected edges).
+  undirected edges). The older files (g2g, nettack: cora_ml.npz, pubmed.npz...) spell the
+  CSR parts with dots, ``adj_matrix.data/.indices/.indptr/.shape``, ``attr_matrix.*``,
+  ``labels.*``: they are read as ``adj_*``, ``attr_*``, ``labels_*``; their object entries
+  (``idx_to_node``, ``idx_to_class``...) are never read.
 * **heterophilous-graphs** (yandex-research, e.g. tolokers.npz): ``node_features``,
   ``node_labels``, ``edges`` (E x 2, each undirected edge once), ``train_masks/val_masks/
   test_masks`` (S x N or N); ``split`` picks the row. Metric ``roc_auc`` for 2 classes
@@ -27,6 +30,7 @@ import numpy as np
 from scalegnn.data import _common as C
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
+from scalegnn.features import csr_features
 
 GNN_BENCHMARK_KEYS = ["adj_data", "adj_indices", "adj_indptr", "adj_shape", "attr_data",
                       "attr_indices", "attr_indptr", "attr_shape", "attr_matrix", "labels",
@@ -36,11 +40,27 @@ HETERO_KEYS = ["node_features", "node_labels", "edges", "train_masks", "val_mask
                "test_masks"]
 
 
+_DOTTED = {"adj_matrix.": "adj_", "attr_matrix.": "attr_", "labels.": "labels_"}
+
+
+def canonical_names(stored) -> dict:
+    """{canonical key: stored key}: ``adj_matrix.data`` -> ``adj_data`` (older gnn-benchmark
+    files), every other key as it is."""
+    out = {}
+    for key in stored:
+        new = key
+        for old_prefix, new_prefix in _DOTTED.items():
+            if key.startswith(old_prefix):
+                new = new_prefix + key[len(old_prefix):]
+        out.setdefault(new, key)
+    return out
+
+
 def npz_layout(path) -> str | None:
     """'gnn-benchmark', 'heterophilous' or None (unknown), from the archive's key names."""
     try:
         with np.load(path, allow_pickle=False) as z:
-            keys = set(z.files)
+            keys = set(canonical_names(z.files))
     except Exception:
         return None
     if {"adj_indptr", "adj_indices", "adj_shape"} <= keys:
@@ -64,6 +84,16 @@ def load_npz(path, *, split: int = 0, seed: int = 0, name: str | None = None) ->
 
 def _sparse_dense(z, prefix, path, n_rows):
     """Dense float32 matrix from ``<prefix>_data/indices/indptr/shape`` CSR arrays."""
+    indptr, indices, data, shape = _csr_arrays(z, prefix, path, n_rows)
+    C.require_memory(f"{path}: {prefix} matrix of shape {shape}", 4.0 * shape[0] * shape[1])
+    out = np.zeros(shape, dtype=np.float32)
+    rows = np.repeat(np.arange(shape[0]), np.diff(indptr))
+    np.add.at(out, (rows, indices), data)
+    return out
+
+
+def _csr_arrays(z, prefix, path, n_rows):
+    """Checked ``(indptr, indices, data, shape)`` of the ``<prefix>_*`` CSR arrays."""
     for part in ("data", "indices", "indptr", "shape"):
         if f"{prefix}_{part}" not in z:
             raise DataError(f"{path}: missing array '{prefix}_{part}'")
@@ -80,21 +110,20 @@ def _sparse_dense(z, prefix, path, n_rows):
         raise DataError(f"{path}: {prefix}_* arrays have inconsistent lengths")
     if indices.size and (indices.min() < 0 or indices.max() >= shape[1]):
         raise DataError(f"{path}: {prefix}_indices out of range for {shape[1]} columns")
-    C.require_memory(f"{path}: {prefix} matrix of shape {shape}", 4.0 * shape[0] * shape[1])
-    out = np.zeros(shape, dtype=np.float32)
-    rows = np.repeat(np.arange(shape[0]), np.diff(indptr))
-    np.add.at(out, (rows, indices), data)
-    return out
+    return indptr, indices, data, shape
 
 
 def load_gnn_benchmark(path, *, seed: int = 0, name: str | None = None) -> Dataset:
-    z = C.npz_arrays(path, GNN_BENCHMARK_KEYS)
+    with np.load(path, allow_pickle=False) as archive:  # names only; entries are read below
+        names = canonical_names(archive.files)
+    stored = {names[k]: k for k in GNN_BENCHMARK_KEYS if k in names}
+    z = {stored[k]: v for k, v in C.npz_arrays(path, list(stored)).items()}
     graph, changes = C.clean_csr(z["adj_indptr"], z["adj_indices"], z["adj_shape"], path)
     n = graph.num_nodes
     if "attr_matrix" in z:
         x = C.finite_float32(z["attr_matrix"], path)
     elif "attr_indptr" in z:
-        x = C.finite_float32(_sparse_dense(z, "attr", path, n), path)
+        x = csr_features(*_csr_arrays(z, "attr", path, n), path)  # stays CSR (duplicates summed)
     else:
         raise DataError(f"{path}: no features (expected attr_matrix or attr_data/attr_indices/"
                         "attr_indptr/attr_shape)")

@@ -6,9 +6,10 @@ from __future__ import annotations
 from scalegnn.data.dataset import Dataset
 
 
-def load(spec, seed: int = 0) -> Dataset:
-    """Load ``spec`` (a path, a generator spec such as ``kronecker:17:16``, or a Dataset)."""
+def load(spec, seed: int = 0, options: dict | None = None) -> Dataset:
+    """Load ``spec`` (a path, a generator spec such as ``kronecker:17:16``, or a Dataset) with
+    the loader ``options`` of :mod:`scalegnn.data.options`."""
     if isinstance(spec, Dataset):
         return spec
     from scalegnn.data import load_dataset
-    return load_dataset(spec, seed=seed)
+    return load_dataset(spec, seed=seed, options=options)
