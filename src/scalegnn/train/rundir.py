@@ -8,7 +8,9 @@
     best.pt          model state with the best validation metric
     last.pt          everything --resume needs (scalegnn.train.checkpoint)
     summary.json     final validation/test metrics, timings
-    report.png       loss, validation and time per epoch (when matplotlib is installed)
+    report.png       loss, validation metrics, time split (when matplotlib is installed)
+    report.html      the same plus tables of the summary, config, run facts and every epoch
+    metrics.csv      params.loggers: csv (scalegnn.train.loggers); tensorboard/ likewise
     .lock            held (flock) by the process writing the run
 
 Rules: checkpoints and JSON files are written atomically (an interrupted run never leaves a
@@ -32,9 +34,10 @@ from scalegnn.errors import ConfigError
 from scalegnn.io import atomic_open, atomic_write_json, atomic_write_text
 from scalegnn.faults import crash_point
 from scalegnn.train.checkpoint import load_checkpoint
+from scalegnn.train.loggers import open_loggers
 
 RUN_FILES = ("config.yml", "run.json", "metrics.jsonl", "best.pt", "last.pt", "summary.json",
-             "report.png", "report.html")
+             "report.png", "report.html", "metrics.csv")
 LOCK = ".lock"
 LOCK_ENV = "SCALEGNN_RUN_LOCKED"  # set by a launcher that holds the lock for its workers
 
@@ -66,9 +69,11 @@ def read_metrics_file(path) -> list[dict]:
 class RunDir:
     """A run directory opened for writing (see the module docstring for the rules)."""
 
-    def __init__(self, path, *, resume: bool = False, overwrite: bool = False, lock: bool = True):
+    def __init__(self, path, *, resume: bool = False, overwrite: bool = False, lock: bool = True,
+                 loggers: str = "none"):
         self.path = Path(path)
         self._lock_fd = None
+        self.logger_spec, self.loggers = loggers, []  # opened by truncate_metrics
         flag = "--resume" if resume else "--out"
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"{flag} {self.path}: exists and is not a directory")
@@ -111,7 +116,11 @@ class RunDir:
         self._lock_fd = fd
 
     def close(self):
-        """Release the lock (the OS also releases it when the process ends, even on SIGKILL)."""
+        """Close the loggers; release the lock (the OS also releases it when the process ends,
+        even on SIGKILL)."""
+        for logger in self.loggers:
+            logger.close()
+        self.loggers = []
         if self._lock_fd is not None:
             try:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
@@ -135,6 +144,8 @@ class RunDir:
         with open(self.file("metrics.jsonl"), "a", encoding="utf-8") as f:
             f.write(json.dumps(record, sort_keys=True) + "\n")
             f.flush()
+        for logger in self.loggers:
+            logger.log(record)
 
     def read_metrics(self) -> list[dict]:
         return read_metrics_file(self.file("metrics.jsonl"))
@@ -143,6 +154,9 @@ class RunDir:
         """Keep the records of epochs 1..``epochs_done`` (a resumed run repeats the rest)."""
         keep = [r for r in self.read_metrics() if r.get("epoch", 0) <= epochs_done]
         self.write_text("metrics.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in keep))
+        for logger in self.loggers:  # every run starts here: (re)open them on the kept records
+            logger.close()
+        self.loggers = open_loggers(self.logger_spec, self.path, keep, epochs_done)
 
     def save(self, name: str, state: dict):
         with atomic_open(self.file(name), "wb") as f:

@@ -1,0 +1,74 @@
+"""Reports of a run directory: ``report.png`` (:mod:`scalegnn.report.plot`) and
+``report.html`` (:mod:`scalegnn.report.html`) beside ``metrics.jsonl``.
+
+* :func:`write_report` — both files (the HTML embeds the PNG; without matplotlib the HTML is
+  written alone and ``png`` is None). A bad run directory is a one-line DataError.
+* :func:`plot_run` — the PNG only (None without matplotlib).
+* :func:`report_after_run` — what the trainer calls at the end of a run: never raises, a
+  report problem is one warning line on stderr and the finished run stands.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+from scalegnn.io import atomic_write_bytes, atomic_write_text
+from scalegnn.report.rundata import RunData, load_run
+
+__all__ = ["write_report", "plot_run", "report_after_run", "load_run", "RunData"]
+
+
+def _png_bytes(data: RunData) -> bytes | None:
+    try:
+        import matplotlib  # noqa: PLC0415 (optional dependency)
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        return None
+    from scalegnn.report.plot import draw_report  # noqa: PLC0415
+    fig = draw_report(data, plt)
+    try:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def write_report(run_dir, png=None, html=None) -> dict:
+    """Write ``report.png`` and ``report.html`` for the run in ``run_dir`` (or to the paths
+    ``png`` / ``html``); return ``{"png": path or None, "html": path}``."""
+    from scalegnn.report.html import render_html  # noqa: PLC0415
+    run_dir = Path(run_dir)
+    data = load_run(run_dir)
+    png_path = Path(png) if png else run_dir / "report.png"
+    html_path = Path(html) if html else run_dir / "report.html"
+    image = _png_bytes(data)
+    if image is not None:
+        atomic_write_bytes(png_path, image)
+    atomic_write_text(html_path, render_html(data, image))
+    return {"png": png_path if image is not None else None, "html": html_path}
+
+
+def plot_run(run_dir, out=None):
+    """Write ``report.png`` (or ``out``) for the run in ``run_dir``; its path, or None without
+    matplotlib."""
+    run_dir = Path(run_dir)
+    image = _png_bytes(load_run(run_dir))
+    if image is None:
+        return None
+    target = Path(out) if out else run_dir / "report.png"
+    atomic_write_bytes(target, image)
+    return target
+
+
+def report_after_run(run_dir) -> dict | None:
+    """:func:`write_report` for a run that just finished; any failure is a warning line."""
+    try:
+        return write_report(run_dir)
+    except Exception as e:  # noqa: BLE001 (a report must never fail a finished run)
+        print(f"scalegnn: warning: no report for {run_dir}: {type(e).__name__}: "
+              f"{str(e).splitlines()[0] if str(e) else ''}", file=sys.stderr)
+        return None
