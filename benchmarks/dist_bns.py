@@ -1,7 +1,7 @@
 """BNS-GCN benchmark: K gloo ranks at boundary keep-probability p vs single-process full batch.
 
-For each dataset: partition (METIS) into K parts and into 1 part; run ``scalegnn.dist`` through
-torchrun for every p (and the 1-rank plan = single-process full-batch training through the
+For each dataset and partitioner (``--methods hp,gp,rp``): partition into K parts (and once into
+1 part); run ``scalegnn.dist`` through torchrun for every p (and the 1-rank plan = single-process full-batch training through the
 same code, so peak memory is measured the same way); print one JSON line per run and one
 summary line per dataset:
 
@@ -10,11 +10,25 @@ summary line per dataset:
   interleaved runs, and the p=0.1 / p=1 ratio of each round)   (p = 0.1 faster than p = 1)
 * final test metric at p = 0.1 / 1 / 0                           (target |0.1 - 1| <= 1 point)
 * peak RSS per rank (max over ranks) vs the 1-rank run           (target <= 40%)
+* per run: communication share (exchange time / epoch), wait share (blocked / epoch) and the
+  overlapped share of the forward exchanges (local compute / (local compute + blocked))
+
+Shaped network (``--shape 1gbit``): on Linux as root, the script re-runs itself inside a private
+network namespace (``unshare -n``) whose loopback is rate-limited by a token bucket::
+
+    tc qdisc add dev lo root tbf rate 1gbit burst 1mb latency 50ms
+
+(the burst must exceed the loopback MTU, 64 KiB, or packets are dropped), so every rank on
+127.0.0.1 talks over a 1 Gbit/s link; a short TCP transfer checks the rate first (``kind:
+link``). Where namespaces or ``tc`` are not permitted it prints ``kind: skip`` and exits 0.
+``tc`` is in Debian's ``iproute2``, ``unshare`` in ``util-linux``.
 
 Usage::
 
     python benchmarks/dist_bns.py --data ../shared/data/facebook kronecker:17:16 \
         --nprocs 4 --epochs 30 --hidden 64 --out runs/bench_dist
+    python benchmarks/dist_bns.py --shape 1gbit --methods hp,gp,rp --ps 1,0.1,0.01 \
+        --data ../shared/data/facebook kronecker:17:16 --nprocs 4 --out runs/bench_shaped
 
 Measured 2026-11-22 (2 cores, 4 gloo ranks, OMP_NUM_THREADS=1 per rank, 1-0-1-0 concat/norm,
 hidden 64, lr 0.01, dropout 0, 30 epochs, ``--weights nodes``, lean_memory on):
@@ -43,10 +57,72 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+
+SHAPED_ENV = "SCALEGNN_BENCH_SHAPED"
+
+
+def shape_command(rate: str, burst: str, latency: str = "50ms") -> str:
+    return (f"ip link set lo up && tc qdisc add dev lo root tbf rate {rate} burst {burst} "
+            f"latency {latency}")
+
+
+def run_shaped(rate: str, burst: str, latency: str, argv: list[str]) -> int:
+    """Re-run this script with ``argv`` inside ``unshare -n`` with a ``rate``-limited loopback;
+    print a ``skip`` line and return 0 where that is not permitted."""
+    def skip(why):
+        print(json.dumps({"kind": "skip", "shape": rate, "reason": why}), flush=True)
+        return 0
+    if not sys.platform.startswith("linux"):
+        return skip("network namespaces need Linux")
+    missing = [t for t in ("unshare", "ip", "tc") if shutil.which(t) is None]
+    if missing:
+        return skip(f"missing {', '.join(missing)} (apt-get install iproute2 util-linux)")
+    probe = subprocess.run(["unshare", "-n", "sh", "-c", shape_command(rate, burst, latency)],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        why = (probe.stderr.strip().splitlines() or ["failed"])[-1]
+        return skip(f"unshare -n / tc not permitted here (root needed): {why[:200]}")
+    env = {**os.environ, SHAPED_ENV: rate, "GLOO_SOCKET_IFNAME": "lo"}
+    cmd = ["unshare", "-n", "sh", "-c", shape_command(rate, burst, latency) + ' && exec "$@"', "sh",
+           sys.executable, os.path.abspath(__file__), *argv]
+    return subprocess.call(cmd, env=env)
+
+
+def measure_link(megabytes: int = 32) -> float:
+    """Gbit/s of one TCP stream over 127.0.0.1 (checks the shaping took effect)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    got = [0]
+
+    def sink():
+        conn, _ = srv.accept()
+        while True:
+            b = conn.recv(1 << 20)
+            if not b:
+                break
+            got[0] += len(b)
+        conn.close()
+    t = threading.Thread(target=sink)
+    t.start()
+    c = socket.create_connection(srv.getsockname())
+    buf = b"\0" * (1 << 20)
+    t0 = time.perf_counter()
+    for _ in range(megabytes):
+        c.sendall(buf)
+    c.close()
+    t.join()
+    secs = time.perf_counter() - t0
+    srv.close()
+    return got[0] * 8 / secs / 1e9
 
 
 def run_dist(plan: Path, nprocs: int, out: Path, p: float, args) -> dict:
@@ -75,8 +151,13 @@ def run_dist(plan: Path, nprocs: int, out: Path, p: float, args) -> dict:
     peak = max(r["peak_rss_mb"] for r in last["ranks"])
     base = max(r["base_rss_mb"] for r in last["ranks"])
     test = summary.get("test", {})
+    med = lambda f: statistics.median(max(r[f] for r in rec["ranks"]) for rec in later)  # noqa: E731
     return {"nprocs": nprocs, "p": p, "epochs": len(recs), "wall_s": round(wall, 1),
             "epoch_s": round(epoch_s, 3),
+            "comm_share": round(med("comm_s") / epoch_s, 3) if epoch_s else 0.0,
+            "wait_share": round(med("wait_s") / epoch_s, 3) if epoch_s else 0.0,
+            "overlap_share": round(statistics.median(rec.get("overlap_share", 0.0)
+                                                     for rec in later), 3),
             "compute_s": round(statistics.median(max(r["compute_s"] for r in rec["ranks"]) for rec in later), 3),
             "comm_s": round(statistics.median(max(r["comm_s"] for r in rec["ranks"]) for rec in later), 3),
             "wait_s": round(statistics.median(max(r["wait_s"] for r in rec["ranks"]) for rec in later), 3),
@@ -97,7 +178,15 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--method", default="metis")
+    ap.add_argument("--methods", default="gp",
+                    help="partitioners to compare, e.g. hp,gp,rp (each gets its own plan and runs)")
+    ap.add_argument("--shape", default=None,
+                    help="rate-limit the loopback (e.g. 1gbit, 10gbit) in a private network "
+                         "namespace (Linux, root); skipped with a message where not permitted")
+    ap.add_argument("--burst", default="1mb", help="token-bucket burst of --shape (> 64 KiB MTU)")
+    ap.add_argument("--latency", default="50ms",
+                    help="tbf queue bound of --shape (packets queued longer are dropped: raise "
+                         "it, e.g. 400ms, for rates below 1gbit)")
     ap.add_argument("--weights", default="degree", help="METIS vertex weights: degree | nodes")
     ap.add_argument("--out", default="runs/bench_dist")
     ap.add_argument("--no-single", action="store_true", help="skip the 1-rank full-batch run")
@@ -105,62 +194,84 @@ def main(argv=None):
                     help="run every p this many times, interleaved (p=1, p=.1, ..., p=1, ...), and "
                          "compare epoch times per round: machine drift hits both alike")
     args = ap.parse_args(argv)
+    if args.shape and os.environ.get(SHAPED_ENV) != args.shape:
+        return run_shaped(args.shape, args.burst, args.latency,
+                          sys.argv[1:] if argv is None else list(argv))
+    if args.shape:
+        print(json.dumps({"kind": "link", "shape": args.shape,
+                          "measured_gbit_s": round(measure_link(), 3)}), flush=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from scalegnn.dist.dataload import load
     from scalegnn.dist.partition import partition_dataset
     ps = [float(x) for x in args.ps.split(",")]
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for spec in args.data:
         name = Path(spec).name if not spec.startswith("kronecker") else spec.replace(":", "_")
         root = Path(args.out) / name
         t0 = time.perf_counter()
         ds = load(spec, seed=args.seed)
         load_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        plan = partition_dataset(ds, args.nprocs, root / f"plan{args.nprocs}", method=args.method,
-                                 seed=args.seed, weights=args.weights)
-        part_s = time.perf_counter() - t0
+        key = ds.metric
         info = {"dataset": name, "nodes": ds.num_nodes, "entries": ds.graph.num_edges,
-                "features": ds.num_features, "metric": ds.metric, "load_s": round(load_s, 1),
-                "partition_s": round(part_s, 1), **plan.meta["totals"]}
-        print(json.dumps({"kind": "plan", **info}), flush=True)
+                "features": ds.num_features, "metric": key, "load_s": round(load_s, 1)}
+        for m in methods:
+            t0 = time.perf_counter()
+            plan = partition_dataset(ds, args.nprocs, root / f"plan_{m}{args.nprocs}", method=m,
+                                     seed=args.seed, weights=args.weights)
+            print(json.dumps({"kind": "plan", "method": m, **info,
+                              "partition_s": round(time.perf_counter() - t0, 1),
+                              **plan.meta["totals"]}), flush=True)
         single_plan = None if args.no_single else partition_dataset(ds, 1, root / "plan1", method="random")
         del ds
-        rounds = {p: [] for p in ps}
-        for r in range(max(args.rounds, 1)):
-            for p in ps:
-                out = root / (f"run_p{p}" if args.rounds <= 1 else f"run_p{p}_r{r}")
-                rounds[p].append(run_dist(root / f"plan{args.nprocs}", args.nprocs, out, p, args))
-                print(json.dumps({"kind": "run", "dataset": name, "round": r, **rounds[p][-1]}),
-                      flush=True)
-        res = {p: dict(runs[-1], epoch_s=statistics.median(x["epoch_s"] for x in runs))
-               for p, runs in rounds.items()}
+        per_method = {}
+        for m in methods:
+            rounds = {p: [] for p in ps}
+            for r in range(max(args.rounds, 1)):
+                for p in ps:
+                    out = root / (f"run_{m}_p{p}" if args.rounds <= 1 else f"run_{m}_p{p}_r{r}")
+                    rounds[p].append(run_dist(root / f"plan_{m}{args.nprocs}", args.nprocs, out,
+                                              p, args))
+                    print(json.dumps({"kind": "run", "dataset": name, "method": m, "round": r,
+                                      "shape": args.shape, **rounds[p][-1]}), flush=True)
+            per_method[m] = (rounds, {p: dict(runs[-1], epoch_s=statistics.median(
+                x["epoch_s"] for x in runs)) for p, runs in rounds.items()})
         single = None
         if single_plan is not None:
             single = run_dist(root / "plan1", 1, root / "run_single", 1.0, args)
             print(json.dumps({"kind": "run", "dataset": name, "single": True, **single}), flush=True)
-        key = info["metric"]
-        summ = {"kind": "summary", "dataset": name, "nprocs": args.nprocs, "epochs": args.epochs,
-                "hidden": args.hidden}
-        if 1.0 in res and 0.1 in res:
-            summ["bytes_sent_ratio_p0.1_vs_p1"] = res[0.1]["bytes_sent"] / max(res[1.0]["bytes_sent"], 1)
-            summ["epoch_s_p0.1"], summ["epoch_s_p1"] = res[0.1]["epoch_s"], res[1.0]["epoch_s"]
-            # per round: p=0.1 ran right after p=1, so drift of the machine cancels
-            summ["epoch_ratio_p0.1_vs_p1_rounds"] = [
-                round(a["epoch_s"] / b["epoch_s"], 3) for a, b in zip(rounds[0.1], rounds[1.0])]
-            summ["test_p0.1"] = res[0.1]["test"].get(key)
-            summ["test_p1"] = res[1.0]["test"].get(key)
-        if 0.0 in res:
-            summ["test_p0"] = res[0.0]["test"].get(key)
-        if single is not None:
-            summ["test_single"] = single["test"].get(key)
-            summ["peak_rss_mb_single"] = single["peak_rss_mb_max_rank"]
+        for m, (rounds, res) in per_method.items():
+            summ = {"kind": "summary", "dataset": name, "method": m, "shape": args.shape,
+                    "nprocs": args.nprocs, "epochs": args.epochs, "hidden": args.hidden}
             for p in res:
-                summ[f"peak_rss_ratio_p{p}"] = res[p]["peak_rss_mb_max_rank"] / single["peak_rss_mb_max_rank"]
-                base = single["base_rss_mb"]
-                summ[f"peak_rss_ratio_above_base_p{p}"] = (
-                    (res[p]["peak_rss_mb_max_rank"] - res[p]["base_rss_mb"])
-                    / max(single["peak_rss_mb_max_rank"] - base, 1e-9))
-        print(json.dumps(summ), flush=True)
+                summ[f"epoch_s_p{p}"] = res[p]["epoch_s"]
+                summ[f"comm_share_p{p}"] = res[p]["comm_share"]
+                summ[f"wait_share_p{p}"] = res[p]["wait_share"]
+                summ[f"overlap_share_p{p}"] = res[p]["overlap_share"]
+                summ[f"test_p{p}"] = res[p]["test"].get(key)
+            if 1.0 in res:
+                for p in res:
+                    if p != 1.0:
+                        summ[f"epoch_ratio_p{p}_vs_p1"] = round(res[p]["epoch_s"] / res[1.0]["epoch_s"], 3)
+                        summ[f"bytes_sent_ratio_p{p}_vs_p1"] = res[p]["bytes_sent"] / max(res[1.0]["bytes_sent"], 1)
+            if 1.0 in res and 0.1 in res:
+                # per round: p=0.1 ran right after p=1, so drift of the machine cancels
+                summ["epoch_ratio_p0.1_vs_p1_rounds"] = [
+                    round(a["epoch_s"] / b["epoch_s"], 3) for a, b in zip(rounds[0.1], rounds[1.0])]
+            if single is not None:
+                summ["test_single"] = single["test"].get(key)
+                summ["peak_rss_mb_single"] = single["peak_rss_mb_max_rank"]
+                for p in res:
+                    summ[f"peak_rss_ratio_p{p}"] = res[p]["peak_rss_mb_max_rank"] / single["peak_rss_mb_max_rank"]
+                    base = single["base_rss_mb"]
+                    summ[f"peak_rss_ratio_above_base_p{p}"] = (
+                        (res[p]["peak_rss_mb_max_rank"] - res[p]["base_rss_mb"])
+                        / max(single["peak_rss_mb_max_rank"] - base, 1e-9))
+            print(json.dumps(summ), flush=True)
+        if len(per_method) > 1 and 1.0 in ps:
+            print(json.dumps({"kind": "methods", "dataset": name, "shape": args.shape,
+                              "epoch_s_p1": {m: res[1.0]["epoch_s"] for m, (_, res) in per_method.items()},
+                              "bytes_sent_p1": {m: res[1.0]["bytes_sent"] for m, (_, res) in per_method.items()}}),
+                  flush=True)
 
 
 if __name__ == "__main__":

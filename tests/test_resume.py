@@ -58,11 +58,13 @@ def records(run: Path) -> list[dict]:
 
 
 def comparable(rec: dict) -> dict:
-    """A metrics record without timings (``*_s``) and, for distributed records, with only the
-    per-rank fields that do not depend on the clock or the allocator."""
-    out = {k: v for k, v in rec.items() if not k.endswith("_s")}
+    """A metrics record without timings (``*_s``, and ``overlap_share``, a ratio of timings) and,
+    for distributed records, with only the per-rank fields that do not depend on the clock or the
+    allocator."""
+    out = {k: v for k, v in rec.items() if not k.endswith("_s") and k != "overlap_share"}
     if "ranks" in out:
-        out["ranks"] = [{f: r[f] for f in ("bytes_sent", "bytes_recv", "kept_boundary")}
+        keep = ("bytes_sent", "bytes_recv", "kept_boundary", "rows_sent")
+        out["ranks"] = [{f: r[f] for f in keep}
                         for r in out["ranks"]]
     return out
 

@@ -26,3 +26,18 @@ def crash_point(name: str) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+_DELAY_ENV = "SCALEGNN_TEST_EXCHANGE_DELAY"
+
+
+def exchange_delay(rank: int) -> None:
+    """Test hook of the overlap test: sleep before posting each forward exchange on one rank
+    when ``SCALEGNN_TEST_EXCHANGE_DELAY=rank:seconds`` is set (a late sender); a no-op otherwise."""
+    spec = os.environ.get(_DELAY_ENV)
+    if not spec:
+        return
+    who, _, secs = spec.partition(":")
+    if who == str(rank):
+        import time
+        time.sleep(float(secs or 0))

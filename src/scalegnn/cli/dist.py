@@ -9,6 +9,7 @@ line and exit status 2.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -23,6 +24,9 @@ def add_parser(sub):
     p.add_argument("--method", help="partitioner when --parts is given (default: the config's "
                                     "distributed.method, metis)")
     add_worker_arguments(p)
+    from scalegnn.cli.data import add_data_arguments
+    add_data_arguments(p)  # for loading --data (partitioning, checking the plan)
+    p.add_argument("--test-data", metavar="PATH", help=argparse.SUPPRESS)  # refused in run()
     p.set_defaults(func=run)
 
 
@@ -52,6 +56,9 @@ def run(args) -> int:
     from scalegnn.train.trainer import COMMAND_ENV, resolve_device
     if args.nprocs < 1:
         raise ConfigError(f"--nprocs: must be >= 1, got {args.nprocs}")
+    if args.test_data is not None:
+        raise ConfigError("--test-data: a separate test graph is supported by `scalegnn train` "
+                          "(GraphSAINT mode) only; dist-train tests on its plan's graph")
     spec, plan_dir = resolve_dist_run(args)
     parts = spec.config.section("distributed")["parts"]
     if parts and parts != args.nprocs:
@@ -65,13 +72,14 @@ def run(args) -> int:
         from scalegnn.dist.dataload import load
         from scalegnn.dist.partition import partition_dataset
         method = args.method or spec.config.section("distributed")["method"]
-        partition_dataset(load(args.data), args.parts, plan_dir, method=method)
+        partition_dataset(load(args.data, options=spec.data_options), args.parts, plan_dir,
+                          method=method)
     plan = PartitionPlan.load(plan_dir, world_size=args.nprocs)  # refuse early, one line
     for r in range(plan.parts):
         plan.rank(r, mmap=True)  # every rank folder readable and consistent
     if args.data is not None and args.parts is None:
         from scalegnn.dist.dataload import load
-        plan.check_graph(load(args.data).graph, source=args.data)
+        plan.check_graph(load(args.data, options=spec.data_options).graph, source=args.data)
     run_dir = spec.run_dir or default_run_dir(plan_dir)
     run = RunDir(run_dir, resume=spec.resume, overwrite=spec.overwrite)  # locked for the run
     try:

@@ -32,6 +32,7 @@ import torch
 import torch.distributed as dist
 
 from scalegnn.errors import DistError
+from scalegnn.faults import exchange_delay
 from scalegnn.nn.dropout import SPLITMIX_GAMMA, splitmix64
 from scalegnn.ops import SparseAdj
 
@@ -76,6 +77,8 @@ class CommStats:
         self.bytes_sent = 0
         self.bytes_recv = 0
         self.overlap_s = 0.0   # compute done while forward messages were in flight
+        self.fwd_wait_s = 0.0  # blocked waiting for forward rows (the part compute did not hide)
+        self.rows_sent = 0     # forward rows sent (= the plan's volume per layer at p = 1)
 
 
 def _nbytes(t: torch.Tensor) -> int:
@@ -237,6 +240,8 @@ class BoundaryExchange:
             views[j] = recv[off:off + self.recv_counts[j]]
             off += self.recv_counts[j]
         sends = {j: h.index_select(0, self.send_rows[j]).contiguous() for j in self.send_peers}
+        self.stats.rows_sent += sum(t.shape[0] for t in sends.values())
+        exchange_delay(self.rank)                # test hook: a late sender (no-op otherwise)
         what = f"forward exchange of layer {layer}"
         reqs = self._post(sends, views, _TAG_LAYER + 2 * layer, what)
         self.stats.comm_s += time.perf_counter() - t0
@@ -246,6 +251,7 @@ class BoundaryExchange:
         recv, reqs, _sends, what = handle        # _sends kept alive until the sends complete
         t0 = time.perf_counter()
         self._wait(reqs, what)
+        self.stats.fwd_wait_s += time.perf_counter() - t0
         self.stats.comm_s += time.perf_counter() - t0
         return recv
 

@@ -13,7 +13,8 @@ owners), one all-reduce (SUM) of the flattened weight gradients together with th
 and every rank applies the same update. Evaluation runs the exact exchange (p = 1, no dropout)
 and gathers every rank's predictions to every rank, so all ranks agree on the best epoch.
 Each epoch's metrics record carries every rank's compute / communication / wait / all-reduce
-time, bytes and peak memory (``ranks``).
+time, bytes, forward rows sent and peak memory (``ranks``), and the overlapped share of the
+forward exchanges (``overlap_share``: local compute / (local compute + blocked)).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from scalegnn.train.modes import Mode
 
 RANK_FIELDS = ("epoch_s", "compute_s", "comm_s", "wait_s", "allreduce_s", "bytes_sent",
                "bytes_recv", "kept_boundary", "peak_rss_mb", "cuda_peak_mb", "base_rss_mb",
-               "overlap_s")
+               "overlap_s", "fwd_wait_s", "rows_sent", "overlap_share")
 
 
 def peak_rss_mb() -> float:
@@ -51,6 +52,10 @@ def current_rss_mb() -> float:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+def _share(overlap_s: float, wait_s: float) -> float:
+    return overlap_s / (overlap_s + wait_s) if overlap_s + wait_s > 0 else 0.0
 
 
 class DistributedMode(Mode):
@@ -200,9 +205,14 @@ class DistributedMode(Mode):
         mine = [epoch_s, epoch_s - st.comm_s - self.allreduce_s, st.comm_s, st.wait_s,
                 self.allreduce_s, st.bytes_sent, st.bytes_recv, self.ex.num_kept, peak_rss_mb(),
                 torch.cuda.max_memory_allocated(self.device) / 2**20
-                if self.device.type == "cuda" else 0.0, self.base_rss_mb, st.overlap_s]
+                if self.device.type == "cuda" else 0.0, self.base_rss_mb, st.overlap_s,
+                st.fwd_wait_s, st.rows_sent, _share(st.overlap_s, st.fwd_wait_s)]
         ranks = self.gather(torch.tensor(mine, dtype=torch.float64)).numpy()
-        return {"p": self.settings["boundary_p"],
+        # overlapped share: of the time forward rows were in flight, the part local compute
+        # filled (the rest is fwd_wait_s, blocked); 0 without the overlapped forward
+        share = _share(float(ranks[:, RANK_FIELDS.index("overlap_s")].sum()),
+                       float(ranks[:, RANK_FIELDS.index("fwd_wait_s")].sum()))
+        return {"p": self.settings["boundary_p"], "overlap_share": share,
                 "ranks": [dict(zip(RANK_FIELDS, map(float, r))) for r in ranks]}
 
     def summary_extra(self) -> dict:

@@ -1,13 +1,19 @@
 """Partitioners (node -> part) and the plan writer (node -> part  =>  plan folder).
 
-* ``metis``: pymetis k-way with ``objtype=VOL`` (minimizes total communication volume, the
+The three models of Demirci et al. (SPEC §6), all balancing the compute load nnz(row of A + I)
+to imbalance ε (default 0.01):
+
+* ``hp``: column-net hypergraph partitioning (Mt-KaHyPar, connectivity−1 objective), whose cut
+  IS the communication volume (:mod:`scalegnn.dist.hypergraph`).
+* ``gp`` (alias ``metis``): pymetis k-way with ``objtype=VOL`` (minimizes total communication volume, the
   quantity BNS-GCN/Demirci et al. care about), vertex weights ``deg + 1`` (balance compute:
   a row's SpMM work is its degree, the dense work one unit).
-* ``random``: a seeded permutation dealt round-robin (balanced node counts, high volume; the RP
-  baseline of Demirci et al.).
+* ``rp`` (alias ``random``): a seeded permutation dealt round-robin (balanced node counts, high
+  volume; the RP baseline).
 
 :func:`write_plan` turns ANY assignment into the plan folder (see :mod:`scalegnn.dist.plan`),
-so a hypergraph partitioner only has to return the assignment. Memory: the graph is never
+so a partitioner only has to return the assignment; :mod:`scalegnn.dist.accounting` gives the
+exact volume, message count and compute balance of any assignment. Memory: the graph is never
 copied per rank; each rank's rows are gathered from the shared CSR, and one length-N index map
 is reused across ranks.
 """
@@ -23,7 +29,9 @@ from scalegnn.dist.plan import (FORMAT, PartitionPlan, RankPart, fingerprint, ne
                                 save_npy, write_json, write_part_json)
 from scalegnn.errors import ConfigError, PlanError
 
-METHODS = ("metis", "random")
+METHODS = ("hp", "gp", "rp", "metis", "random")
+ALIASES = {"metis": "gp", "random": "rp"}
+GP_OBJECTIVES = ("vol", "cut")
 WEIGHTS = ("degree", "nodes")   # METIS vertex weights: deg+1 (SpMM compute) or 1 (memory, GEMM)
 
 
@@ -70,15 +78,21 @@ def sparsify_for_partitioning(graph, max_entries: int, seed: int = 0):
 
 
 def assign_metis(graph, parts: int, seed: int = 0, max_entries: int = 1 << 25,
-                 weights: str = "degree") -> np.ndarray:
+                 weights: str = "degree", imbalance: float = 0.01,
+                 objective: str = "vol") -> np.ndarray:
     """pymetis k-way partition minimizing communication volume. Vertex weights ``deg + 1`` of
     the FULL graph (``weights='degree'``: balances SpMM work) or 1 (``'nodes'``: balances rows,
     i.e. feature memory and the dense GEMMs, which dominate with wide features); graphs over
-    ``max_entries`` stored entries are sparsified first (memory)."""
+    ``max_entries`` stored entries are sparsified first (memory). ``imbalance`` ε sets METIS'
+    ``ufactor`` = 1000 ε (max part weight <= (1 + ε) · average), as for HP. ``objective``:
+    ``vol`` (METIS' total communication volume, for a symmetric graph the KM1 of the
+    column-net hypergraph) or ``cut`` (edge cut: the graph model of Demirci et al. and
+    DistDGL, which overestimates the volume)."""
     try:
         import pymetis
     except ImportError:
-        raise ConfigError("--method metis needs pymetis (pip install pymetis); or use --method random") from None
+        raise ConfigError("--method gp needs pymetis (pip install 'scalegnn[partition]'); or use "
+                          "--method rp") from None
     if parts == 1:
         return np.zeros(graph.num_nodes, dtype=np.int32)
     dt = pymetis.zero_copy_dtype() if hasattr(pymetis, "zero_copy_dtype") else np.int64
@@ -92,7 +106,11 @@ def assign_metis(graph, parts: int, seed: int = 0, max_entries: int = 1 << 25,
     xadj = np.ascontiguousarray(g.indptr, dtype=dt)
     adjncy = np.ascontiguousarray(g.indices, dtype=dt)
     del g
-    opts = pymetis.Options(objtype=pymetis.ObjType.VOL, seed=int(seed))
+    if objective not in GP_OBJECTIVES:
+        raise ConfigError(f"--gp-objective: {objective!r} is not one of {list(GP_OBJECTIVES)}")
+    objtype = pymetis.ObjType.VOL if objective == "vol" else pymetis.ObjType.CUT
+    opts = pymetis.Options(objtype=objtype, seed=int(seed),
+                           ufactor=max(1, int(round(1000 * imbalance))))
     kw = dict(vweights=vweights, options=opts, recursive=False)  # VOL needs k-way
     if hasattr(pymetis, "CSRAdjacency"):
         res = pymetis.part_graph(parts, pymetis.CSRAdjacency(xadj, adjncy), **kw)
@@ -111,15 +129,39 @@ def _has_self_loops(graph, block: int = 1 << 18) -> bool:
     return False
 
 
-def assign(graph, parts: int, method: str = "metis", seed: int = 0,
-           max_entries: int = 1 << 25, weights: str = "degree") -> np.ndarray:
+def canonical(method: str) -> str:
+    """``hp`` | ``gp`` | ``rp`` for a method name or alias; ConfigError otherwise."""
     if method not in METHODS:
         raise ConfigError(f"--method: {method!r} is not one of {list(METHODS)}")
+    return ALIASES.get(method, method)
+
+
+def assign(graph, parts: int, method: str = "metis", seed: int = 0,
+           max_entries: int = 1 << 25, weights: str = "degree", *, imbalance: float = 0.01,
+           preset: str = "deterministic", threads: int | None = None,
+           gp_objective: str = "vol") -> np.ndarray:
+    """Node -> part (int32) by ``method``; ``preset``/``threads`` are Mt-KaHyPar's (HP only),
+    ``gp_objective`` METIS' (GP only)."""
+    method = canonical(method)
     if not 1 <= parts <= graph.num_nodes:
         raise ConfigError(f"--parts: must be in [1, {graph.num_nodes}], got {parts}")
-    if method == "random":
+    if not 0.0 < imbalance < 1.0:
+        raise ConfigError(f"--imbalance: must be in (0, 1), got {imbalance}")
+    if method == "rp":
         return assign_random(graph.num_nodes, parts, seed)
-    return assign_metis(graph, parts, seed, max_entries, weights)
+    if method == "hp":
+        from scalegnn.dist.hypergraph import assign_hp
+        return assign_hp(graph, parts, seed, imbalance=imbalance, preset=preset,
+                         max_entries=max_entries, threads=threads)
+    return assign_metis(graph, parts, seed, max_entries, weights, imbalance, gp_objective)
+
+
+def method_label(method: str, weights: str = "degree", preset: str = "deterministic",
+                 gp_objective: str = "vol") -> str:
+    """The ``method`` recorded in plan.json: ``hp/<preset>``, ``gp/<weights>[/cut]``, ``rp``."""
+    m = canonical(method)
+    gp = f"gp/{weights}" + ("/cut" if gp_objective == "cut" else "")
+    return {"hp": f"hp/{preset}", "gp": gp, "rp": "rp"}[m]
 
 
 def _gather_rows(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -151,6 +193,13 @@ def build_rank(dataset, assignment: np.ndarray, rank: int, g2l: np.ndarray, mask
     local = g2l[cols]
     g2l[inner] = -1
     g2l[bd] = -1
+    # sort each row by local column id (inner first, boundary by (owner, id)): one canonical
+    # local CSR, the order the per-epoch sampled matrices (built through a transpose) have
+    width = n_in + bd.shape[0]
+    key = np.repeat(np.arange(n_in, dtype=np.int64) * width, np.diff(indptr)) + local
+    key.sort()
+    local = key - np.repeat(np.arange(n_in, dtype=np.int64) * width, np.diff(indptr))
+    del key
     recv_ptr = np.zeros(parts + 1, dtype=np.int64)
     np.cumsum(np.bincount(bd_owner, minlength=parts), out=recv_ptr[1:])
     train_m, val_m, test_m = masks
@@ -248,7 +297,15 @@ def write_plan(dataset, assignment, out, *, method: str = "custom", seed: int = 
 
 
 def partition_dataset(dataset, parts: int, out, method: str = "metis", seed: int = 0,
-                      max_entries: int = 1 << 25, weights: str = "degree") -> PartitionPlan:
-    """Assign with ``method`` and write the plan folder."""
-    return write_plan(dataset, assign(dataset.graph, parts, method, seed, max_entries, weights),
-                      out, method=method if method != "metis" else f"metis/{weights}", seed=seed)
+                      max_entries: int = 1 << 25, weights: str = "degree", *,
+                      imbalance: float = 0.01, preset: str = "deterministic",
+                      threads: int | None = None, gp_objective: str = "vol",
+                      assignment: np.ndarray | None = None) -> PartitionPlan:
+    """Assign with ``method`` (or take a precomputed ``assignment`` made by it) and write the
+    plan folder."""
+    if assignment is None:
+        assignment = assign(dataset.graph, parts, method, seed, max_entries, weights,
+                            imbalance=imbalance, preset=preset, threads=threads,
+                            gp_objective=gp_objective)
+    return write_plan(dataset, assignment, out,
+                      method=method_label(method, weights, preset, gp_objective), seed=seed)

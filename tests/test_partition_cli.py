@@ -1,0 +1,78 @@
+"""CLI: ``scalegnn partition ... --report``, ``partition compare`` (JSON + PNG), ``partition shp``
+and their one-line refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scalegnn.cli import main as cli_main
+from scalegnn.dist.plan import PartitionPlan
+
+DATA = "planted:nodes=400,classes=3,features=8"
+
+
+def test_partition_report(tmp_path, capsys):
+    rc = cli_main(["partition", DATA, "--parts", "3", "--method", "rp", "--out",
+                   str(tmp_path / "p"), "--report"])
+    assert rc == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    out = json.loads(lines[0])
+    plan = PartitionPlan.load(tmp_path / "p", world_size=3)
+    rep = out["report"]
+    assert rep["volume_total"] == plan.meta["totals"]["comm_volume"] == out["comm_volume"]
+    assert rep["volume_max"] == max(s["send_volume"] for s in plan.meta["stats"])
+    assert {"volume_avg", "messages_avg", "messages_max", "compute_imbalance",
+            "partition_s"} <= set(rep)
+    assert lines[1].split()[:2] == ["method", "K"] and lines[2].split()[:2] == ["rp", "3"]
+    rc = cli_main(["partition", DATA, "--parts", "2", "--method", "random", "--report"])
+    assert rc == 0 and "plan" not in json.loads(capsys.readouterr().out.splitlines()[0])
+
+
+def test_partition_compare(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    methods = "gp,gp:cut,rp"
+    try:
+        import mtkahypar  # noqa: F401
+        methods = "hp," + methods
+    except ImportError:
+        pass
+    rc = cli_main(["partition", "compare", DATA, "--methods", methods, "--parts", "2,4",
+                   "--out", str(tmp_path / "t.json"), "--plot", str(tmp_path / "t.png")])
+    assert rc == 0
+    res = json.loads((tmp_path / "t.json").read_text())
+    assert [(r["method"], r["parts"]) for r in res["rows"]] == \
+        [(m, k) for k in (2, 4) for m in methods.split(",")]
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+    by = {(r["method"], r["parts"]): r for r in res["rows"]}
+    assert res["geomean_ratios"]["gp/rp_volume_avg"] == pytest.approx(
+        (by["gp", 2]["volume_avg"] / by["rp", 2]["volume_avg"]
+         * by["gp", 4]["volume_avg"] / by["rp", 4]["volume_avg"]) ** 0.5)
+    assert "geomean_ratios" in capsys.readouterr().out
+
+
+def test_partition_shp_cli(tmp_path, capsys):
+    pytest.importorskip("mtkahypar")
+    rc = cli_main(["partition", "shp", DATA, "--parts", "2", "--sampler", "rw",
+                   "--budget", "num_root=20,depth=2", "--theta", "0.2", "--eval-batches", "10",
+                   "--out", str(tmp_path / "s.json")])
+    assert rc == 0
+    res = json.loads((tmp_path / "s.json").read_text())
+    (row,) = res["rows"]
+    assert row["nets"] >= row["nets_needed"] and row["hp_volume"] >= 0 and row["shp_volume"] >= 0
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["partition", DATA, "--parts", "2", "--method", "kahip", "--out", "x"], "--method"),
+    (["partition", DATA, "--parts", "2"], "--out"),
+    (["partition", DATA, "--parts", "2,4", "--report"], "--parts"),
+    (["partition", "compare", DATA, "--methods", "hp:cut", "--parts", "2"], "--methods"),
+    (["partition", "compare", "--parts", "2"], "missing DATA"),
+    (["partition", "shp", DATA, "--parts", "2", "--budget", "num_root"], "--budget"),
+    (["partition", "shp", DATA, "--parts", "2", "--theta", "0"], "--theta"),
+])
+def test_partition_cli_refusals(argv, msg, capsys):
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and msg in err[0]
