@@ -14,5 +14,13 @@ from scalegnn.graph import Graph
 
 __version__ = "0.1.0"
 
-__all__ = ["Graph", "ScaleGNNError", "DataError", "GraphError", "ConfigError", "PlanError", "DistError",
+__all__ = ["Graph", "load_run", "ScaleGNNError", "DataError", "GraphError", "ConfigError", "PlanError", "DistError",
            "TrainingError", "__version__"]
+
+
+def __getattr__(name):
+    # load_run pulls in torch; imported on first use so that `import scalegnn` stays light
+    if name == "load_run":
+        from scalegnn.inference import load_run
+        return load_run
+    raise AttributeError(f"module 'scalegnn' has no attribute {name!r}")

@@ -25,7 +25,11 @@ PARAM_LIMITS = {
     "grad_clip": (0.0, None, False), "eval_batch_rows": (1, INT32_MAX, False),
     "sampler_threads": (0, 4096, False), "pool_depth": (1, 1024, False),
     "clip_multiple": (0, 2**20, False),
+    "patience": (0, MAX_EPOCHS, False), "lr_decay": (0.0, 1.0, True),
+    "lr_step": (1, MAX_EPOCHS, False), "lr_min": (0.0, None, False),
+    "lr_patience": (1, MAX_EPOCHS, False),
 }
+LR_SCHEDULES = ("none", "step", "cosine", "plateau")  # scalegnn.train.optim.LRSchedule
 # phase sampler budgets: key -> (type-like default, lowest, highest)
 PHASE_BUDGETS = {
     "num_root": (0, 1, INT32_MAX), "depth": (0, 0, 10**4), "size_subgraph": (0, 1, INT32_MAX),
@@ -70,6 +74,16 @@ def check_limits(section: str, values: dict, limits: dict) -> None:
                 raise ConfigError(f"{section}.dropout: must be in [0, 1), got {v!r}")
             continue
         in_range(f"{section}.{key}", values[key], lo, hi, lo_open)
+
+
+def check_schedule(params: dict) -> None:
+    """``params.lr_schedule`` is a known schedule and ``lr_min`` does not exceed ``lr``."""
+    if params["lr_schedule"] not in LR_SCHEDULES:
+        raise ConfigError(f"params.lr_schedule: {params['lr_schedule']!r} is not one of "
+                          f"{list(LR_SCHEDULES)}")
+    if params["lr_schedule"] != "none" and params["lr_min"] > params["lr"]:
+        raise ConfigError(f"params.lr_min: must be <= params.lr ({params['lr']}), got "
+                          f"{params['lr_min']}")
 
 
 def check_arch(orders: list) -> None:

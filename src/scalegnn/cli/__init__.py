@@ -18,7 +18,7 @@ import sys
 from scalegnn.errors import ScaleGNNError
 
 # module name -> imported lazily so `scalegnn data info` does not pay for torch.distributed etc.
-COMMAND_MODULES = ["data", "train", "bench", "partition", "dist"]
+COMMAND_MODULES = ["data", "train", "predict", "bench", "partition", "dist"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,4 +1,4 @@
-"""``scalegnn train`` (single-process training) and ``scalegnn report`` (plots of a run).
+"""``scalegnn train`` (single-process training) and ``scalegnn report`` (a run's report).
 
 The run options (config, overrides, run directory, seed, resume...) are shared with
 ``scalegnn dist-train``: :func:`add_run_arguments` declares them and :func:`resolve_run` turns
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_DATA = "synthetic"
@@ -41,12 +41,20 @@ def add_parser(sub):
                                      "synthetic dataset)")
     p.add_argument("--data", help=f"dataset folder/file or generator spec (default: {DEFAULT_DATA})")
     p.add_argument("--split", type=int, help="split index for datasets with several (default 0)")
+    p.add_argument("--test-data", metavar="PATH",
+                   help="report the test metric on this other graph (same features and "
+                        "classes; its own test split if the data gives one, else all nodes; "
+                        "loaded with the same data options)")
     add_run_arguments(p)
+    from scalegnn.cli.data import add_data_arguments
+    add_data_arguments(p)
     p.set_defaults(func=run_train)
 
-    r = sub.add_parser("report", help="plot a run directory's metrics to report.png")
+    r = sub.add_parser("report", help="write a run directory's report.png and report.html "
+                                      "(loss, validation, time split; tables of every epoch)")
     r.add_argument("run_dir")
-    r.add_argument("--out", help="PNG path (default: RUN_DIR/report.png)")
+    r.add_argument("--out", help="PNG path (default: RUN_DIR/report.png); the HTML page is "
+                                 "written beside it with the suffix .html")
     r.set_defaults(func=run_report)
 
 
@@ -64,6 +72,8 @@ class RunSpec:
     resume: bool
     overwrite: bool
     recorded: dict
+    data_options: dict = field(default_factory=dict)
+    test_data: str | None = None
 
 
 def _recorded(run_dir: Path) -> dict:
@@ -117,6 +127,7 @@ def resolve_run(args, mode: str) -> RunSpec:
                     _same_data(str(given), str(rec[key])) if key == "data" else given == rec[key]):
                 raise ConfigError(f"{flag} {given}: the run in {run_dir} was made with {flag} "
                                   f"{rec[key]}; a resumed run keeps its recorded value")
+        options, test_data = _recorded_data_choices(args, rec, run_dir)
         config = Config.from_yaml(cfg_path).override(overrides)
         data = rec.get("data", rec.get("source", data))
         split = rec.get("split", split)
@@ -124,23 +135,50 @@ def resolve_run(args, mode: str) -> RunSpec:
         threads = args.threads if args.threads is not None else rec.get("threads", 0)
         device = args.device or rec.get("device_arg") or args.device_default
     else:
-        config = Config.from_yaml(args.config) if args.config else Config()
+        config = Config.from_yaml(args.config) if args.config else Config.builtin()
         config.override(overrides)
         run_dir = Path(args.out) if args.out else None
         seed = args.seed if args.seed is not None else 0
         threads = args.threads if args.threads is not None else 0
         device = args.device or args.device_default
         rec = {}
+        options, test_data = _data_options(args), getattr(args, "test_data", None)
     config.validate_for_mode(mode)
     if threads < 0:
         raise ConfigError(f"--threads: must be >= 0 (0: all cores), got {threads}")
     if data is None and mode == "graphsaint":
         data = DEFAULT_DATA
     return RunSpec(config, data, int(split or 0), int(seed), int(threads), device, run_dir,
-                   bool(args.resume), bool(args.overwrite), rec)
+                   bool(args.resume), bool(args.overwrite), rec, options, test_data)
+
+
+def _data_options(args) -> dict:
+    from scalegnn.cli.data import data_options
+    from scalegnn.data.options import check_options
+    return check_options(data_options(args), "data options")
+
+
+def _recorded_data_choices(args, rec: dict, run_dir: Path) -> tuple[dict, str | None]:
+    """The data options and test graph of the run being resumed; a different choice given now
+    is refused (the run's numbers depend on them)."""
+    from scalegnn.data.options import flag
+    from scalegnn.errors import ConfigError
+    recorded = rec.get("data_options") or {}
+    for key, value in _data_options(args).items():
+        if recorded.get(key) != value:
+            was = f"{recorded[key]!r}" if key in recorded else "no such option"
+            raise ConfigError(f"{flag(key)} {value}: the run in {run_dir} was made with {was}; "
+                              f"a resumed run keeps its recorded data options")
+    test_data = getattr(args, "test_data", None)
+    if test_data is not None and not _same_data(test_data, str(rec.get("test_data"))):
+        was = f"--test-data {rec['test_data']}" if rec.get("test_data") else "no --test-data"
+        raise ConfigError(f"--test-data {test_data}: the run in {run_dir} was made with {was}; "
+                          f"a resumed run keeps its recorded value")
+    return dict(recorded), rec.get("test_data")
 
 
 def run_train(args) -> int:
+    from scalegnn.cli.data import features_line
     from scalegnn.data import load_dataset
     from scalegnn.threads import set_threads
     from scalegnn.train.console import format_summary
@@ -149,15 +187,29 @@ def run_train(args) -> int:
     spec = resolve_run(args, "graphsaint")
     resolve_device(spec.device)  # before loading data or making a run directory
     set_threads(spec.threads)
-    dataset = load_dataset(spec.data, split=spec.split, seed=0)
+    dataset = load_dataset(spec.data, split=spec.split, seed=0, options=spec.data_options)
+    note = features_line(dataset.meta)
+    if note:  # said once per run, so nobody trains on structural features unknowingly
+        print(f"scalegnn: {dataset.name}: {note}", file=sys.stderr)
+    source = dataset
+    if spec.test_data is not None:
+        from scalegnn.train.modes import mode_for
+        test = load_dataset(spec.test_data, seed=0, options=spec.data_options)
+        source = mode_for(dataset, spec.config.validate(), seed=spec.seed, test_dataset=test)
     run_dir = spec.run_dir
     if run_dir is None:
         run_dir = Path("runs") / f"{Path(str(dataset.name)).name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    trainer = Trainer(dataset, spec.config, run_dir, seed=spec.seed, device=spec.device,
+    info = {"data": spec.data, "split": spec.split, "threads": spec.threads,
+            "device_arg": spec.device}
+    if spec.data_options:
+        info["data_options"] = spec.data_options
+    if spec.test_data is not None:
+        info["test_data"] = spec.test_data
+    if dataset.meta.get("features"):
+        info["features"] = str(dataset.meta["features"])
+    trainer = Trainer(source, spec.config, run_dir, seed=spec.seed, device=spec.device,
                       progress=not args.no_progress, resume=spec.resume,
-                      overwrite=spec.overwrite,
-                      run_info={"data": spec.data, "split": spec.split, "threads": spec.threads,
-                                "device_arg": spec.device})
+                      overwrite=spec.overwrite, run_info=info)
     result = trainer.fit()
     print(format_summary(result, run_dir))
     sys.stdout.flush()
@@ -165,10 +217,13 @@ def run_train(args) -> int:
 
 
 def run_report(args) -> int:
-    from scalegnn.report import plot_run
-    path = plot_run(args.run_dir, args.out)
-    if path is None:
-        print("matplotlib is not installed (pip install 'scalegnn[plot]')", file=sys.stderr)
+    from scalegnn.report import write_report
+    html = Path(args.out).with_suffix(".html") if args.out else None
+    paths = write_report(args.run_dir, args.out, html)
+    if paths["png"] is None:
+        print(f"{paths['html']}\nno report.png: matplotlib is not installed (pip install "
+              f"'scalegnn[plot]')", file=sys.stderr)
         return 1
-    print(path)
+    print(paths["png"])
+    print(paths["html"])
     return 0

@@ -13,9 +13,12 @@ metrics, report) is the trainer's and is the same for every mode.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from scalegnn.data.transforms import standardize_features
+from scalegnn.features import choose_representation
 from scalegnn.ops import SparseAdj
 from scalegnn.train.checkpoint import dataset_fingerprint
 from scalegnn.train.evaluate import full_graph_logits
@@ -23,8 +26,13 @@ from scalegnn.train.metrics import compute_metrics
 
 
 def prepared_dataset(dataset, config):
-    """The dataset as every single-process mode trains on it: features standardized by the
-    training nodes' statistics when ``params.standardize`` (GraphSAINT's preprocessing)."""
+    """The dataset as every single-process mode trains on it: features in the representation
+    ``params.feature_format`` picks (CSR or dense, :func:`scalegnn.features.choose_representation`)
+    and standardized by the training nodes' statistics when ``params.standardize``
+    (GraphSAINT's preprocessing; folded into the first layer for CSR, never densified)."""
+    x = choose_representation(dataset.features, config.params["feature_format"])
+    if x is not dataset.features:
+        dataset = dataclasses.replace(dataset, features=x)
     if config.params["standardize"] and not dataset.meta.get("standardized"):
         return standardize_features(dataset)
     return dataset
@@ -108,7 +116,8 @@ class GraphSAINTMode(Mode):
 
     name = "graphsaint"
 
-    def __init__(self, dataset, config, *, seed: int = 0):
+    def __init__(self, dataset, config, *, seed: int = 0, test_dataset=None):
+        raw = dataset
         self.dataset, self.config, self.seed = prepared_dataset(dataset, config), config, int(seed)
         dataset = self.dataset
         self.num_features, self.num_classes = dataset.num_features, dataset.num_classes
@@ -116,6 +125,10 @@ class GraphSAINTMode(Mode):
         self.dataset_name = dataset.name
         self._loader, self._phase, self._pending = None, None, None
         self._full_adj = None
+        self.test_graph, self._own_test = None, None  # --test-data: scalegnn.train.transfer
+        if test_dataset is not None:
+            from scalegnn.train.transfer import TestGraph  # noqa: PLC0415
+            self.test_graph = TestGraph(test_dataset, raw, self.dataset, config)
 
     def identity(self) -> dict:
         return {"mode": self.name, "dataset": dataset_fingerprint(self.dataset), "plan": None,
@@ -184,25 +197,53 @@ class GraphSAINTMode(Mode):
             self._full_adj = SparseAdj.from_graph(self.dataset.graph.row_normalized())
         return self._full_adj
 
-    def evaluate(self, model, splits) -> dict:
-        """Metrics per split from one layer-wise full-graph pass on the CPU."""
+    def _full_pass(self, model, embeddings: bool) -> torch.Tensor:
+        """One layer-wise full-graph pass on the CPU: every node's logits or embeddings."""
         if next(model.parameters()).device.type != "cpu":
             import copy  # noqa: PLC0415
             model = copy.deepcopy(model).cpu()
-        logits = full_graph_logits(model, self.dataset.graph, self.dataset.features,
-                                   self.config.params["eval_batch_rows"], adj=self.full_adj())
-        scores = model.predict(logits).numpy()
+        return full_graph_logits(model, self.dataset.graph, self.dataset.features,
+                                 self.config.params["eval_batch_rows"], adj=self.full_adj(),
+                                 embeddings=embeddings)
+
+    def scores(self, model, nodes=None) -> torch.Tensor:
+        """Class probabilities of ``nodes`` (default: every node), rows in that order; the
+        numbers :meth:`evaluate` scores (``scalegnn predict`` writes them)."""
+        scores = model.predict(self._full_pass(model, False))
+        return scores if nodes is None else scores[torch.as_tensor(nodes)]
+
+    def embeddings(self, model, nodes=None) -> torch.Tensor:
+        """The classifier's input (L2-normalized) for ``nodes`` (default: every node)."""
+        h = self._full_pass(model, True)
+        return h if nodes is None else h[torch.as_tensor(nodes)]
+
+    def evaluate(self, model, splits) -> dict:
+        """Metrics per split from one layer-wise full-graph pass on the CPU."""
+        scores = self.scores(model).numpy()
         ds = self.dataset
-        return {s: compute_metrics(ds.labels[getattr(ds, f"{s}_idx")],
-                                   scores[getattr(ds, f"{s}_idx")], ds.multilabel)
-                for s in splits}
+        out = {s: compute_metrics(ds.labels[getattr(ds, f"{s}_idx")],
+                                  scores[getattr(ds, f"{s}_idx")], ds.multilabel)
+               for s in splits}
+        if self.test_graph is not None and "test" in out:  # the test metric is the other graph's
+            self._own_test = out["test"]
+            out["test"] = self.test_graph.metrics(model)
+        return out
+
+    def summary_extra(self) -> dict:
+        if self.test_graph is None:
+            return {}
+        return {"test_data": {**self.test_graph.info(), "training_graph_test": self._own_test}}
 
 
-def mode_for(dataset, config, *, seed: int = 0) -> Mode:
+def mode_for(dataset, config, *, seed: int = 0, test_dataset=None) -> Mode:
     """The single-process mode a config asks for: shaDow-GNN when it has a ``shadow:`` section,
-    GraphSAINT otherwise."""
+    GraphSAINT otherwise. ``test_dataset``: a separate test graph (GraphSAINT mode only)."""
     if "shadow" in config.sections:
+        from scalegnn.errors import ConfigError  # noqa: PLC0415
         from scalegnn.shadow.mode import LinkMode, ShadowMode  # noqa: PLC0415
         link = config.section("shadow")["task"] == "link"
+        if test_dataset is not None:
+            raise ConfigError("--test-data: a separate test graph is supported in GraphSAINT "
+                              "mode only; this config trains shaDow-GNN (its shadow: section)")
         return (LinkMode if link else ShadowMode)(dataset, config, seed=seed)
-    return GraphSAINTMode(dataset, config, seed=seed)
+    return GraphSAINTMode(dataset, config, seed=seed, test_dataset=test_dataset)

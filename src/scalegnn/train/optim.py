@@ -1,6 +1,7 @@
 """The one optimizer of every training mode: Adam with ``torch.optim.Adam``'s update (L2 weight
 decay added to the gradient, bias-corrected moments, eps outside the square root; no amsgrad),
-step for step the same numbers (tested).
+step for step the same numbers (tested); and :class:`LRSchedule`, the learning rate of each
+epoch (``params.lr_schedule``).
 
 Why not ``torch.optim.Adam``: constructing any torch optimizer imports ``torch._dynamo``
 (``add_param_group`` is wrapped by ``torch._disable_dynamo``), 800+ modules with sympy, about
@@ -11,7 +12,11 @@ tensors and an int, so checkpoints load with ``torch.load(weights_only=True)``.
 
 from __future__ import annotations
 
+import math
+
 import torch
+
+from scalegnn._config_limits import LR_SCHEDULES as SCHEDULES
 
 
 class Adam:
@@ -57,3 +62,68 @@ class Adam:
         self.step_count = int(state["step"])
         for dst, src in zip(self.exp_avg + self.exp_avg_sq, state["exp_avg"] + state["exp_avg_sq"]):
             dst.copy_(src)
+
+
+
+
+class LRSchedule:
+    """The learning rate of each epoch (``params.lr_schedule``); ``base`` is ``params.lr``.
+
+    For 0-based epoch ``e`` of ``E`` (``phase[-1].end``), decay ``γ`` (``lr_decay``), floor
+    ``lr_min``::
+
+        none     lr_e = base
+        step     lr_e = max(base · γ^⌊e / lr_step⌋, lr_min)
+        cosine   lr_e = lr_min + (base − lr_min) · (1 + cos(π e / E)) / 2
+        plateau  lr ← max(lr · γ, lr_min) once ``lr_patience`` validation passes in a row
+                 bring no improvement of the validation metric (then the count restarts)
+
+    ``step`` and ``cosine`` are functions of the epoch; ``plateau`` carries its state (current
+    rate, best value, passes without improvement) in :meth:`state_dict`, plain numbers, so that
+    a resumed run continues with the same rates.
+    """
+
+    def __init__(self, kind: str = "none", base: float = 0.01, *, epochs: int = 1,
+                 decay: float = 0.5, step: int = 10, lr_min: float = 0.0, patience: int = 2):
+        if kind not in SCHEDULES:
+            raise ValueError(f"lr_schedule: {kind!r} is not one of {list(SCHEDULES)}")
+        self.kind, self.base, self.epochs = kind, float(base), max(1, int(epochs))
+        self.decay, self.step, self.lr_min = float(decay), max(1, int(step)), float(lr_min)
+        self.patience = max(1, int(patience))
+        self.lr, self.best, self.bad = self.base, -math.inf, 0
+
+    @classmethod
+    def from_params(cls, params: dict, epochs: int) -> "LRSchedule":
+        return cls(params["lr_schedule"], params["lr"], epochs=epochs, decay=params["lr_decay"],
+                   step=params["lr_step"], lr_min=params["lr_min"],
+                   patience=params["lr_patience"])
+
+    def lr_at(self, epoch: int) -> float:
+        """The rate of 0-based ``epoch`` (for ``plateau``: the current rate)."""
+        if self.kind == "step":
+            return max(self.base * self.decay ** (int(epoch) // self.step), self.lr_min)
+        if self.kind == "cosine":
+            frac = min(int(epoch), self.epochs) / self.epochs
+            return self.lr_min + (self.base - self.lr_min) * (1 + math.cos(math.pi * frac)) / 2
+        if self.kind == "plateau":
+            return self.lr
+        return self.base
+
+    def observe(self, value: float) -> None:
+        """A validation pass's metric (higher is better; NaN is no improvement)."""
+        if self.kind != "plateau":
+            return
+        if value > self.best:
+            self.best, self.bad = float(value), 0
+            return
+        self.bad += 1
+        if self.bad >= self.patience:
+            self.lr, self.bad = max(self.lr * self.decay, self.lr_min), 0
+
+    def state_dict(self) -> dict:
+        return {"kind": self.kind, "lr": self.lr, "best": self.best, "bad": self.bad}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a saved state; one of another kind (a changed config) is ignored."""
+        if state and state.get("kind") == self.kind:
+            self.lr, self.best, self.bad = float(state["lr"]), float(state["best"]), int(state["bad"])

@@ -4,11 +4,14 @@ A :class:`~scalegnn.train.modes.Mode` says where batches come from; this loop do
 build the model (``scalegnn.nn``) and the optimizer, run the epochs (each batch: forward, loss
 with the batch's loss weights, backward, the mode's gradient reduction, gradient clipping at
 ``grad_clip``, an Adam step), evaluate every ``eval_every`` epochs, keep the best validation
-state, report test metrics for it at the end, and write the run directory.
+state, report test metrics for it at the end, and write the run directory. Each epoch's
+learning rate comes from ``params.lr_schedule`` (:class:`~scalegnn.train.optim.LRSchedule`);
+training stops early once ``params.patience`` validation passes in a row bring no better
+validation metric, and ``summary.json`` says why it stopped (``stopped``, ``epochs_run``).
 
 Exact resume: ``last.pt`` (:mod:`scalegnn.train.checkpoint`) holds the model, the optimizer,
-every rank's random-generator state, the batch stream's position and the running epoch's
-partial sums; it is written at every epoch end and, in modes that allow it, also mid-epoch once
+every rank's random-generator state, the batch stream's position, the learning-rate
+schedule's and early stopping's state (plain numbers) and the running epoch's partial sums; it is written at every epoch end and, in modes that allow it, also mid-epoch once
 ``checkpoint_seconds`` have passed since the last one. A run killed at any point and resumed
 from ``last.pt`` ends with the same numbers as the uninterrupted run (same seed and threads).
 
@@ -36,8 +39,9 @@ from scalegnn.nn.models import MODEL_OPTIONS
 from scalegnn.threads import keep_freed_memory
 from scalegnn.train import checkpoint as ckpt
 from scalegnn.train.console import postfix, progress_bar
+from scalegnn.train.jitclock import compile_seconds, compile_since
 from scalegnn.train.modes import Mode, mode_for
-from scalegnn.train.optim import Adam
+from scalegnn.train.optim import Adam, LRSchedule
 from scalegnn.train.rundir import RunDir
 
 COMMAND_ENV = "SCALEGNN_COMMAND"  # set by launchers: the user's command line, \x1f-separated
@@ -67,9 +71,21 @@ def resolve_device(device) -> torch.device:
     return dev
 
 
+def build_run_model(mode: Mode, config: Config) -> torch.nn.Module:
+    """The model a run of ``mode`` trains with ``config`` (the mode's own, e.g. shaDow's, or the
+    zoo model of ``network``): the one builder of training and of inference from a run."""
+    net, params = config.network, config.params
+    return mode.build_model(net, params) or build_model(
+        mode.num_features, mode.num_classes, model=net["model"], hidden=net["dim"],
+        arch=net["arch"], aggr=net["aggr"], bias=net["bias"], act=net["act"],
+        dropout=params["dropout"], multilabel=mode.multilabel,
+        **{k: net[k] for k in MODEL_OPTIONS if k in net})
+
+
 class Trainer:
     """Train a GNN on ``source`` (a Dataset: GraphSAINT mode, or a :class:`Mode`) with
-    ``config``; write the run directory ``out_dir`` (None: nothing is written).
+    ``config`` (None: the built-in default, :meth:`Config.builtin`); write the run directory
+    ``out_dir`` (None: nothing is written).
 
     >>> result = Trainer(dataset, Config.from_yaml("configs/shared/cora_rw.yml"), "runs/cora").fit()
     >>> result["test"]["accuracy"]
@@ -82,7 +98,7 @@ class Trainer:
     def __init__(self, source, config: Config | None = None, out_dir=None, *, seed: int = 0,
                  device=None, progress: bool = True, resume: bool = False,
                  overwrite: bool = False, run_info: dict | None = None):
-        self.config = (config or Config()).validate()
+        self.config = (config or Config.builtin()).validate()
         self.device = resolve_device(device)
         keep_freed_memory()  # activations are reused buffers, not fresh pages, every step
         self.seed = int(seed)
@@ -98,22 +114,20 @@ class Trainer:
                               f"{'sigmoid' if self.mode.multilabel else 'softmax'})")
         net["loss"] = loss
         seed_everything(self.seed)
-        self.model = self.mode.build_model(net, params) or build_model(
-            self.mode.num_features, self.mode.num_classes, model=net["model"], hidden=net["dim"],
-            arch=net["arch"], aggr=net["aggr"], bias=net["bias"], act=net["act"],
-            dropout=params["dropout"], multilabel=self.mode.multilabel,
-            **{k: net[k] for k in MODEL_OPTIONS if k in net})
+        self.model = build_run_model(self.mode, self.config)
         self.model.to(device=self.device, dtype=self.mode.dtype)
         self.mode.setup(self.model, self.seed)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = Adam(self.params, lr=params["lr"], weight_decay=params["weight_decay"])
+        self.schedule = LRSchedule.from_params(params, self.config.epochs)
         self.progress = progress and self.mode.is_writer
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.resume = bool(resume) and self.out_dir is not None
         self.extra_info = dict(run_info or {})
         self.run = None
         if self.out_dir is not None and self.mode.is_writer:
-            self.run = RunDir(self.out_dir, resume=self.resume, overwrite=overwrite)
+            self.run = RunDir(self.out_dir, resume=self.resume, overwrite=overwrite,
+                              loggers=self.config.params["loggers"])
         self.history: list[dict] = []
         self._best_state = None
         self._identity = None
@@ -199,15 +213,16 @@ class Trainer:
         cfg, run = self.config, self.run
         metric = self.mode.metric
         state = self._load_last() if self._has_checkpoint() else None
-        if state is not None and int(state["next_epoch"]) >= cfg.epochs \
+        if state is not None and (int(state["next_epoch"]) >= cfg.epochs
+                                  or self._stops(state["best"])) \
                 and (self.out_dir / "summary.json").is_file():  # the same answer on every rank
             return self._finished_summary()  # resuming a finished run changes nothing
         start = self._restore(state) if state is not None else None
         if start is None:
             start = {"next_epoch": 0, "next_iter": 0, "partial": None,
-                     "best": {"epoch": 0, "value": -math.inf}, "totals": None}
+                     "best": {"epoch": 0, "value": -math.inf, "stale": 0}, "totals": None}
             if run is not None:  # a new run, or one that died before its first checkpoint
-                for stale in ("best.pt", "summary.json", "report.png"):
+                for stale in ("best.pt", "summary.json", "report.png", "report.html"):
                     run.file(stale).unlink(missing_ok=True)
                 run.write_text("config.yml", cfg.to_yaml())
                 run.write_json("run.json", self._run_info())
@@ -226,9 +241,14 @@ class Trainer:
                 last_save[0] = time.perf_counter()
 
         try:
+            done = start["next_epoch"]
             for epoch in range(start["next_epoch"], cfg.epochs):
+                if self._stops(best):  # also a resumed run that had already stopped
+                    break
+                self.optimizer.lr = self.schedule.lr_at(epoch)
                 skip = start["next_iter"] if epoch == start["next_epoch"] else 0
                 partial = start["partial"] if epoch == start["next_epoch"] else None
+                jit0 = compile_seconds()  # numba compilation in this epoch, for the report
                 rec = self.run_epoch(epoch, skip, partial, checkpoint=mid_epoch)
                 totals["presample_s"] += rec.get("presample_s", 0.0)
                 totals["sample_s"] += rec["sample_s"]
@@ -242,8 +262,14 @@ class Trainer:
                     crash_point("eval")
                     value = rec["val"].get(metric, float("nan"))
                     if value > best["value"]:
-                        best = {"epoch": epoch + 1, "value": value}
+                        best = {"epoch": epoch + 1, "value": value, "stale": 0}
                         self._save_best(epoch, rec["val"])
+                    else:  # NaN counts as no improvement
+                        best = {**best, "stale": best.get("stale", 0) + 1}
+                    self.schedule.observe(value)
+                if self.schedule.kind != "none":
+                    rec["lr"] = self.optimizer.lr
+                rec.update(compile_since(jit0))
                 self.history.append(rec)
                 if run is not None:
                     run.append_metrics(rec)
@@ -251,12 +277,19 @@ class Trainer:
                 self._save_last(epoch + 1, 0, None, best, totals)
                 last_save[0] = time.perf_counter()
                 crash_point("epoch")
+                done = epoch + 1
                 bar.update(1)
                 bar.set_postfix_str(postfix(rec, metric))
         finally:
             bar.close()
             self.mode.close()
-        return self._finish(best, totals, time.perf_counter() - t_fit)
+        return self._finish(best, totals, time.perf_counter() - t_fit, done)
+
+    def _stops(self, best: dict) -> bool:
+        """Early stopping: ``params.patience`` validation passes in a row without a better
+        validation metric (every rank sees the same gathered metric, so decides the same)."""
+        patience = self.config.params["patience"]
+        return patience > 0 and best.get("stale", 0) >= patience
 
     # ------------------------------------------------------------------ checkpoints
     def _has_checkpoint(self) -> bool:
@@ -278,7 +311,7 @@ class Trainer:
                  "next_iter": next_iter, "model": self.model.state_dict(),
                  "optimizer": self.optimizer.state_dict(), "best": dict(best),
                  "totals": dict(totals), "mode": self.mode.state_dict(), "rng": rng,
-                 "seed": self.seed, "partial": None}
+                 "seed": self.seed, "partial": None, "schedule": self.schedule.state_dict()}
         if partial is not None:
             state["partial"] = {"losses": torch.tensor(partial["losses"], dtype=torch.float64),
                                 "sample_s": partial["sample_s"],
@@ -308,6 +341,7 @@ class Trainer:
             raise ConfigError(f"{path}: optimizer state does not fit this model ({e})") from None
         ckpt.set_rng_state(state["rng"][self.mode.rank])
         self.mode.load_state_dict(state["mode"])
+        self.schedule.load_state_dict(state.get("schedule"))
         done = int(state["next_epoch"])  # epochs completed; the running one is rewritten
         if self.run is not None:
             self.run.truncate_metrics(done)
@@ -318,7 +352,7 @@ class Trainer:
             partial = {"losses": partial["losses"].tolist(), "sample_s": partial["sample_s"],
                        "compute_s": partial["compute_s"]}
         return {"next_epoch": done, "next_iter": int(state["next_iter"]), "partial": partial,
-                "best": dict(state["best"]), "totals": dict(state["totals"])}
+                "best": {"stale": 0, **state["best"]}, "totals": dict(state["totals"])}
 
     def _note_resume(self, done: int):
         import json  # noqa: PLC0415
@@ -348,20 +382,28 @@ class Trainer:
             self.model.load_state_dict(self._best_state)
         self.mode.sync_model(self.model)  # non-writing ranks take rank 0's best weights
 
-    def _finish(self, best, totals, wall) -> dict:
+    def _finish(self, best, totals, wall, done) -> dict:
         self._load_best()
         t0 = time.perf_counter()
         final = self.evaluate(("train", "val", "test"))
         totals["eval_s"] += time.perf_counter() - t0
         summary = {"mode": self.mode.name, "dataset": self.mode.dataset_name,
                    "metric": self.mode.metric, "best_epoch": best["epoch"],
-                   "epochs": self.config.epochs, "seed": self.seed, **final,
+                   "epochs": self.config.epochs, "epochs_run": done,
+                   "stopped": self._stop_reason(best, done), "seed": self.seed, **final,
                    "time": {"wall_s": wall, **totals}, **self.mode.summary_extra()}
         if self.run is not None:
             self.run.write_json("summary.json", summary)
-            from scalegnn.report import plot_run  # noqa: PLC0415 (matplotlib is optional)
-            plot_run(self.run.path)
+            from scalegnn.report import report_after_run  # noqa: PLC0415
+            report_after_run(self.run.path)  # never fails the run (a warning at most)
         return summary
+
+    def _stop_reason(self, best, done) -> str:
+        if done < self.config.epochs and self._stops(best):
+            return (f"early stop at epoch {done}: no better val {self.mode.metric} in "
+                    f"{best.get('stale', 0)} validation passes since epoch {best['epoch']} "
+                    f"(params.patience {self.config.params['patience']})")
+        return f"finished: all {self.config.epochs} epochs"
 
     def _run_info(self) -> dict:
         import numba  # noqa: PLC0415
