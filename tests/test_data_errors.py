@@ -1,7 +1,6 @@
 """Bad input -> a one-line DataError that names the file and the problem."""
 
 import json
-import shutil
 
 import numpy as np
 import pytest

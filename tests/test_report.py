@@ -16,7 +16,7 @@ import yaml
 
 from scalegnn.cli import main as cli_main
 from scalegnn.config import Config
-from scalegnn.errors import ConfigError, DataError
+from scalegnn.errors import ConfigError
 from scalegnn.report import load_run, report_after_run, write_report
 from scalegnn.report.rundata import rank_split, rank_totals
 from scalegnn.train.loggers import flatten_record, parse_loggers

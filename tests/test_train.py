@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from scalegnn.config import Config
 from scalegnn.data.dataset import Dataset

@@ -33,13 +33,13 @@ selected node in selection order (``--nodes`` file order, a split's order, or no
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from scalegnn.errors import ConfigError, DataError
+from scalegnn.io import read_json_object
 
 OUTPUT_TYPES = (".npy", ".csv", ".parquet")
 SPLITS = ("train", "val", "test")
@@ -136,7 +136,7 @@ def load_run(run_dir, data=None, *, device="cpu") -> TrainedRun:
     best = path / "best.pt"
     if not best.is_file():
         raise ConfigError(f"{best}: missing (the run ended before its first validation pass)")
-    info = _read_json(path / "run.json")
+    info = read_json_object(path / "run.json")
     kind = info.get("mode")
     if kind == "distributed":
         raise ConfigError(f"{path}: a dist-train run; predict and embed serve `scalegnn train` "
@@ -188,7 +188,7 @@ def load_run(run_dir, data=None, *, device="cpu") -> TrainedRun:
     model.eval()
     summary = None
     if (path / "summary.json").is_file():
-        summary = _read_json(path / "summary.json")
+        summary = read_json_object(path / "summary.json")
     return TrainedRun(path=path, config=config, info=info, data=spec,
                       split=int(info.get("split") or 0), data_options=options, mode=mode,
                       model=model, best_epoch=int(state.get("epoch", 0)), new_data=new,
@@ -328,15 +328,6 @@ def _standardized_like(dataset, recorded, config, info: dict, path: Path):
     return dataclasses.replace(dataset, features=features,
                                meta={**dataset.meta, "standardized": True})
 
-
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise ConfigError(f"{path}: not valid JSON (damaged run directory)") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object (damaged run directory)")
-    return data
 
 
 def _same_data(given: str, recorded) -> bool:

@@ -10,6 +10,8 @@ is left as it was.
 * :func:`atomic_open` — context manager yielding a binary file object for custom writers
 * :func:`atomic_folder` — context manager yielding a temporary folder that replaces ``path``
   on success (an existing folder at ``path`` is moved aside and removed after the swap).
+
+and :func:`read_json_object`, the one reader of the small JSON files a run directory holds.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["atomic_open", "atomic_write_bytes", "atomic_write_text", "atomic_write_json",
-           "atomic_save_npy", "atomic_save_npz", "atomic_folder"]
+           "atomic_save_npy", "atomic_save_npz", "atomic_folder", "read_json_object"]
 
 
 @contextlib.contextmanager
@@ -107,3 +109,19 @@ def atomic_folder(path, overwrite: bool = False):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def read_json_object(path, *, missing_ok: bool = False) -> dict:
+    """The JSON object in ``path`` (``run.json``, ``summary.json``...); ``{}`` for a missing file
+    when ``missing_ok``. A damaged file is a one-line :class:`~scalegnn.errors.DataError`."""
+    from scalegnn.errors import DataError
+    path = Path(path)
+    if missing_ok and not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise DataError(f"{path}: damaged (not valid JSON)") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: damaged (expected a JSON object)")
+    return data

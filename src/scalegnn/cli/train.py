@@ -7,7 +7,6 @@ them into one validated :class:`RunSpec`, before any data is loaded or any proce
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -77,15 +76,8 @@ class RunSpec:
 
 
 def _recorded(run_dir: Path) -> dict:
-    from scalegnn.errors import ConfigError
-    info = run_dir / "run.json"
-    if not info.is_file():
-        return {}
-    try:
-        data = json.loads(info.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise ConfigError(f"{info}: not valid JSON (damaged run directory)") from None
-    return data if isinstance(data, dict) else {}
+    from scalegnn.io import read_json_object
+    return read_json_object(run_dir / "run.json", missing_ok=True)
 
 
 def _same_data(given: str, recorded: str) -> bool:

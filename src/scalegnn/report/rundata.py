@@ -9,7 +9,6 @@ Values that are not numbers read as NaN (:func:`num`), so a report never fails o
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from scalegnn.errors import DataError
+from scalegnn.io import read_json_object
 from scalegnn.train.rundir import read_metrics_file
 
 STEP_FIELDS = ("presample_s", "sample_s", "compute_s", "eval_s")
@@ -183,17 +183,6 @@ def rank_totals(data: RunData, records: list[dict] | None = None) -> list[dict]:
     return out
 
 
-def _read_json(path: Path) -> dict:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise DataError(f"{path}: damaged (not valid JSON)") from None
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: expected a JSON object")
-    return data
-
 
 def load_run(run_dir) -> RunData:
     """Read the run in ``run_dir`` (see the module docstring)."""
@@ -222,8 +211,8 @@ def load_run(run_dir) -> RunData:
             raise DataError(f"{cfg}: damaged (not valid YAML)") from None
         if not isinstance(config, dict):
             raise DataError(f"{cfg}: expected a mapping")
-    return RunData(run_dir, recs, _read_json(run_dir / "summary.json"),
-                   _read_json(run_dir / "run.json"), config, text)
+    return RunData(run_dir, recs, read_json_object(run_dir / "summary.json", missing_ok=True),
+                   read_json_object(run_dir / "run.json", missing_ok=True), config, text)
 
 
 def config_section(data: RunData, name: str) -> dict:
