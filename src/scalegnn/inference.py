@@ -169,7 +169,7 @@ def load_run(run_dir, data=None, *, device="cpu") -> TrainedRun:
                         f"was trained on {trained.get('features')} ({trained.get('name')!r}); "
                         f"predict needs the same feature width")
     if new and config.params["standardize"]:
-        dataset = _standardized_like(dataset, recorded, config, info, path)
+        dataset = _scaled_like_run(dataset, recorded, config, info, path)
     mode = mode_for(dataset, config, seed=int(info.get("seed") or 0))
     if new:  # the run's task, not the new labels' (which may be absent or differ)
         mode.num_classes = int(trained.get("classes", mode.num_classes))
@@ -307,7 +307,7 @@ def _write(path, matrix: np.ndarray, cols: list) -> Path:
 
 
 # ---------------------------------------------------------------------------- helpers
-def _standardized_like(dataset, recorded, config, info: dict, path: Path):
+def _scaled_like_run(dataset, recorded, config, info: dict, path: Path):
     """``dataset`` prepared as the run's own data was: its feature layout and, with
     ``params.standardize``, the statistics of the run's training nodes, not the new graph's
     (the preparation of ``--test-data``, :mod:`scalegnn.train.transfer`)."""
@@ -315,7 +315,7 @@ def _standardized_like(dataset, recorded, config, info: dict, path: Path):
 
     from scalegnn.data import load_dataset  # noqa: PLC0415
     from scalegnn.train.modes import prepared_dataset  # noqa: PLC0415
-    from scalegnn.train.transfer import _standardized_like as prepare_like  # noqa: PLC0415
+    from scalegnn.train.transfer import standardized_like  # noqa: PLC0415
     options = info.get("data_options") or None
     try:
         ref = load_dataset(recorded, split=int(info.get("split") or 0), seed=0,
@@ -324,7 +324,7 @@ def _standardized_like(dataset, recorded, config, info: dict, path: Path):
         raise DataError(f"{path}: the run's data is needed for its feature statistics "
                         f"(params.standardize) and does not load: {e}") from None
     prepared = prepared_dataset(ref, config)
-    features = prepare_like(dataset.features, ref, prepared)
+    features = standardized_like(dataset.features, ref, prepared)
     return dataclasses.replace(dataset, features=features,
                                meta={**dataset.meta, "standardized": True})
 

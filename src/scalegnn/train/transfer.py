@@ -48,7 +48,7 @@ def _match_classes(test, train, where: str) -> np.ndarray:
     return labels
 
 
-def _standardized_like(x, train_raw, train_prepared, chunk: int = 1 << 16):
+def standardized_like(x, train_raw, train_prepared, chunk: int = 1 << 16):
     """``x`` scaled by the training graph's statistics, in the training features' layout."""
     from scalegnn.features import SparseFeatures, choose_representation
     tx = train_prepared.features
@@ -90,7 +90,7 @@ class TestGraph:
         if (got != want) if test.multilabel else (got > want):
             raise ConfigError(f"--test-data {where}: {got} classes, the training graph has "
                               f"{want}; both graphs need the same classes")
-        x = _standardized_like(test.features, train_raw, train_prepared) \
+        x = standardized_like(test.features, train_raw, train_prepared) \
             if config.params["standardize"] else test.features
         self.dataset = dataclasses.replace(test, features=x, labels=labels)
         self.split = "its test split" if given_split(test) else "all nodes"
