@@ -41,7 +41,8 @@ def run_case(name, seeds):
     ds = load_dataset(str(data))
     values, t0 = [], time.perf_counter()
     for seed in seeds:
-        cfg = (Config.from_yaml(ROOT / cfg_path) if cfg_path else Config()).override(overrides)
+        base = Config.from_yaml(ROOT / cfg_path) if cfg_path else Config.builtin()
+        cfg = base.override(overrides)
         with tempfile.TemporaryDirectory() as tmp:
             res = Trainer(ds, cfg, Path(tmp) / "run", seed=seed, progress=False).fit()
         values.append(res["test"][ds.metric])
