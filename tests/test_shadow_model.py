@@ -317,3 +317,34 @@ def test_branch_count_mismatch_and_missing_center2():
         shadow(branches=2)([x])
     with pytest.raises(ConfigError, match="^shadow.readout"):
         shadow(readout="concat", pair=True)([x])
+
+
+def test_branch_batch_sym_norm_is_gcn_operator_of_each_block():
+    """``adj_norm: sym``: every block's operator is (D+I)^-1/2 (A+I) (D+I)^-1/2 of that block
+    alone (a dense per-block reference), and ``mean`` stays D⁻¹A."""
+    from scalegnn.shadow.batch import branch_batch
+    from scalegnn.shadow.extract import KHopExtractor
+    rng = np.random.default_rng(0)
+    n = 60
+    a = np.triu(rng.random((n, n)) < 0.08, 1)
+    src, dst = np.nonzero(a)
+    g = Graph.from_edges(src, dst, n, symmetrize=True)
+    subs = KHopExtractor(g, depth=2, budget=4).extract(np.arange(0, n, 7), seed=1)
+    feats = rng.normal(size=(n, 3)).astype(np.float32)
+    sym = branch_batch(subs, feats, "sym").adj.to_scipy(np.float64).toarray()
+    mean = branch_batch(subs, feats, "mean").adj.to_scipy(np.float64).toarray()
+    for k in range(subs.num_targets):
+        lo, hi = int(subs.offsets[k]), int(subs.offsets[k + 1])
+        blk = np.zeros((hi - lo, hi - lo))
+        for r in range(lo, hi):
+            blk[r - lo, subs.indices[subs.indptr[r]:subs.indptr[r + 1]] - lo] = 1.0
+        deg = blk.sum(1)
+        hat = blk + np.eye(hi - lo)
+        ref = hat / np.sqrt(np.outer(deg + 1, deg + 1))
+        np.testing.assert_allclose(sym[lo:hi, lo:hi], ref, rtol=1e-6)
+        np.testing.assert_allclose(mean[lo:hi, lo:hi], blk / np.maximum(deg, 1)[:, None],
+                                   rtol=1e-6)
+    off = np.ones_like(sym, dtype=bool)
+    for k in range(subs.num_targets):
+        off[subs.offsets[k]:subs.offsets[k + 1], subs.offsets[k]:subs.offsets[k + 1]] = False
+    assert not sym[off].any()

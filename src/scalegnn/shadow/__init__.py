@@ -18,6 +18,7 @@ Modules (one job each):
 * ``batch``     TargetSubgraphs + features + labels -> Batch; background pool
 * ``mode``      :class:`ShadowMode`, the training mode run by ``scalegnn.train.Trainer``
 * ``link``      link prediction: edge split, negative sampling, pair subgraphs, Hits@K / MRR
+* ``labels``    link prediction: structural labels (distances to the two ends of a pair)
 
 The contract between extractors and the rest (``extract.TargetSubgraphs``), B targets::
 
@@ -30,7 +31,8 @@ The contract between extractors and the rest (``extract.TargetSubgraphs``), B ta
     indices  (nnz,)  int64   are stack rows inside r's own block (no self loops added)
 
 In a Batch: ``nodes``, ``adj`` (that CSR with ``data`` = 1 / in-block degree, the mean
-aggregation of GraphSAINT's layers), ``x`` (features of ``nodes``), ``segment`` (block id of each
+aggregation of GraphSAINT's layers; or, ``shadow.adj_norm: sym``, GCN's symmetric operator with
+self loops), ``x`` (features of ``nodes``), ``segment`` (block id of each
 row, int64), ``targets`` (= ``center``), ``y`` and ``loss_weight`` one entry PER TARGET; an
 ensemble's batch keeps one such Batch per branch in ``meta["branches"]`` (all with the same
 targets) and carries ``y`` / ``loss_weight`` itself.

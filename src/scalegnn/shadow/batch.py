@@ -2,7 +2,8 @@
 
 :func:`branch_batch` turns one extractor's :class:`~scalegnn.shadow.extract.TargetSubgraphs`
 into a block-diagonal Batch: ``adj`` is the stacked induced CSR with ``data[e] = 1 / deg_block(v)``
-(mean aggregation inside each target's subgraph, row v of edge e), ``x`` the features of the
+(mean aggregation inside each target's subgraph, row v of edge e; or GCN's symmetric operator,
+``shadow.adj_norm: sym``), ``x`` the features of the
 rows (nodes duplicated per target, as in the reference shaDow code), ``segment`` the block of
 each row and ``targets`` the center row of each block. :func:`ensemble_batch` stacks one branch
 per extractor for the same targets and puts labels and loss weights (one entry per target) on
@@ -20,9 +21,10 @@ import concurrent.futures as cf
 import dataclasses
 
 import numpy as np
-import torch
 
 from scalegnn.batch import Batch
+from scalegnn.errors import ConfigError
+from scalegnn.features import gather_rows
 from scalegnn.graph import Graph, index_dtype
 
 
@@ -47,17 +49,29 @@ def drop_pair_edges(subs):
     return dataclasses.replace(subs, indptr=indptr, indices=cols[keep])
 
 
-def branch_batch(subs, features) -> Batch:
-    """One extractor's block-diagonal subgraphs with gathered float32 features."""
+ADJ_NORMS = ("mean", "sym")
+
+
+def branch_batch(subs, features, norm: str = "mean") -> Batch:
+    """One extractor's block-diagonal subgraphs with gathered float32 features. ``norm``:
+    ``mean`` -> ``adj = D⁻¹A`` of the stack (mean aggregation); ``sym`` -> GCN's
+    ``(D+I)^{-1/2}(A+I)(D+I)^{-1/2}`` (:func:`scalegnn.nn.gcn.gcn_norm`; the weights then carry
+    each node's degree inside its subgraph, which the mean discards)."""
+    if norm not in ADJ_NORMS:
+        raise ConfigError(f"shadow.adj_norm: {norm!r} is not one of {list(ADJ_NORMS)}")
     n = int(subs.nodes.shape[0])
     deg = np.diff(subs.indptr)
-    inv = np.zeros(n, dtype=np.float32)
-    inv[deg > 0] = 1.0 / deg[deg > 0]
-    data = np.repeat(inv, deg)
     indices = np.asarray(subs.indices).astype(index_dtype(n), copy=False)
-    adj = Graph(np.asarray(subs.indptr, dtype=np.int64), indices, num_cols=n, data=data,
-                validate=False)
-    x = torch.from_numpy(np.ascontiguousarray(features[subs.nodes], dtype=np.float32))
+    if norm == "sym":
+        from scalegnn.nn.gcn import gcn_norm  # noqa: PLC0415
+        adj = gcn_norm(Graph(np.asarray(subs.indptr, dtype=np.int64), indices, num_cols=n,
+                             validate=False))
+    else:
+        inv = np.zeros(n, dtype=np.float32)
+        inv[deg > 0] = 1.0 / deg[deg > 0]
+        adj = Graph(np.asarray(subs.indptr, dtype=np.int64), indices, num_cols=n,
+                    data=np.repeat(inv, deg), validate=False)
+    x = gather_rows(features, subs.nodes)   # CSR features stay CSR (scalegnn.features)
     segment = np.repeat(np.arange(subs.offsets.shape[0] - 1, dtype=np.int64),
                         np.diff(subs.offsets))
     meta = {"center2": None if subs.center2 is None else np.asarray(subs.center2, np.int64)}

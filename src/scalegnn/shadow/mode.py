@@ -17,6 +17,7 @@ Config (``shadow:`` section of the one schema, :mod:`scalegnn.config`)::
         - {kind: khop, depth: 2, budget: 20}
       readout: center+mean           # center | sum | mean | max | sort:K | center+POOL
       residual: none                 # none | max | concat (combine every layer's output)
+      adj_norm: mean                 # mean (D⁻¹A) | sym (GCN's (D+I)^-1/2 (A+I) (D+I)^-1/2)
       batch_size: 64                 # training targets per minibatch
       eval_batch_size: 512           # targets per inference minibatch
       cache_dir: auto                # PPR lists on disk: auto (~/.cache/scalegnn), none, or a folder
@@ -36,6 +37,7 @@ from scalegnn.ops import SparseAdj
 from scalegnn.shadow.batch import branch_batch, drop_pair_edges, ensemble_batch, prefetch
 from scalegnn.train.checkpoint import dataset_fingerprint
 from scalegnn.train.metrics import compute_metrics
+from scalegnn.features import append_columns
 from scalegnn.train.modes import Mode, prepared_dataset
 
 EXTRACTOR_KEYS = {"khop": {"depth": int, "budget": int},
@@ -156,8 +158,8 @@ class ShadowMode(Mode):
         return self.train_idx[rng.permutation(self.train_idx.size)]
 
     def _make(self, targets, extractors, seed) -> "object":
-        branches = [branch_batch(ex.extract(targets, seed=seed), self.dataset.features)
-                    for ex in extractors]
+        branches = [branch_batch(ex.extract(targets, seed=seed), self.dataset.features,
+                                 self.settings["adj_norm"]) for ex in extractors]
         y = torch.from_numpy(np.ascontiguousarray(self.dataset.labels[targets]))
         w = torch.full((targets.shape[0],), 1.0 / max(targets.shape[0], 1), dtype=torch.float32)
         return ensemble_batch(branches, y, w, targets)
@@ -174,6 +176,15 @@ class ShadowMode(Mode):
 
     # -------------------------------------------------------------- model
     def forward(self, model, batch) -> torch.Tensor:
+        return model(self.branch_inputs(model, batch))
+
+    def embed(self, model, batch) -> torch.Tensor:
+        """The classifier's input of every target of ``batch`` (``ShadowNet.embed``)."""
+        return model.embed(self.branch_inputs(model, batch))
+
+    def branch_inputs(self, model, batch) -> list:
+        """``ShadowNet``'s input: per branch ``(x, adj, segment, center, center2)`` on the
+        model's device."""
         dev = next(model.parameters()).device
         parts = []
         for b in batch.meta["branches"]:
@@ -181,19 +192,22 @@ class ShadowMode(Mode):
             parts.append((b.x.to(dev), SparseAdj.from_graph(b.adj),
                           torch.from_numpy(b.segment).to(dev), torch.from_numpy(b.targets).to(dev),
                           None if c2 is None else torch.from_numpy(c2).to(dev)))
-        return model(parts)
+        return parts
 
     @torch.no_grad()
-    def infer(self, model, make, jobs) -> torch.Tensor:
-        """Logits of the batches ``make(job)`` builds (in the background), stacked: inference
-        memory is one batch, not the graph."""
+    def infer(self, model, make, jobs, head=None) -> torch.Tensor:
+        """Logits (``head(model, batch)`` instead: e.g. :meth:`embed`) of the batches
+        ``make(job)`` builds (in the background), stacked: inference memory is one batch, not
+        the graph."""
+        head = head or self.forward
         was = model.training
         model.eval()
         try:
-            out = [self.forward(model, b).cpu() for b in prefetch(make, jobs, depth=2)]
+            out = [head(model, b).cpu() for b in prefetch(make, jobs, depth=2)]
         finally:
             model.train(was)
-        return torch.cat(out) if out else torch.zeros(0, self.num_classes)
+        width = self.num_classes if head == self.forward else model.embed_dim
+        return torch.cat(out) if out else torch.zeros(0, width)
 
     def scores(self, model, targets: np.ndarray) -> torch.Tensor:
         """Class probabilities of ``targets``, minibatched."""
@@ -201,6 +215,13 @@ class ShadowMode(Mode):
         jobs = [targets[s:s + bs] for s in range(0, targets.shape[0], bs)]
         return model.predict(self.infer(
             model, lambda t: self._make(t, self.eval_extractors, EVAL_SEED), jobs))
+
+    def embeddings(self, model, targets: np.ndarray) -> torch.Tensor:
+        """The classifier's input for ``targets`` (the same minibatches as :meth:`scores`)."""
+        bs = self.settings["eval_batch_size"]
+        jobs = [targets[s:s + bs] for s in range(0, targets.shape[0], bs)]
+        return self.infer(model, lambda t: self._make(t, self.eval_extractors, EVAL_SEED), jobs,
+                          head=self.embed)
 
     def evaluate(self, model, splits) -> dict:
         ds = self.dataset
@@ -222,7 +243,10 @@ class LinkMode(ShadowMode):
     subgraph of a pair is the union of its two ends' scopes without the edge between the two ends
     (:func:`~scalegnn.shadow.batch.drop_pair_edges`), read out by ``shadow.readout``
     (``hadamard`` / ``concat`` of the two centers, optionally ``+POOL``), scored by one logit
-    with a binary cross-entropy loss. Evaluation ranks each held-out positive against
+    with a binary cross-entropy loss. ``shadow.pair_labels: D`` appends each node's one-hot
+    distance label relative to the two ends (:mod:`scalegnn.shadow.labels`) to its input, and
+    ``shadow.node_features: false`` leaves the dataset's features out (labels only).
+    Evaluation ranks each held-out positive against
     ``shadow.negatives`` shared negatives: Hits@20/50/100 and MRR (``scalegnn.train.metrics``).
     """
 
@@ -239,7 +263,12 @@ class LinkMode(ShadowMode):
                               f"{frac!r}")
         self.split = split_edges(dataset.graph, tuple(frac), seed=self.settings["split_seed"],
                                  num_negatives=self.settings["negatives"])
-        self.num_features, self.num_classes = dataset.num_features, 1
+        from scalegnn.shadow.labels import num_labels  # noqa: PLC0415
+        self.label_cap = self.settings["pair_labels"]
+        self.use_features = bool(self.settings["node_features"])
+        self.num_features = (dataset.num_features if self.use_features else 0) \
+            + num_labels(self.label_cap)
+        self.num_classes = 1
         self.multilabel, self.metric = True, "hits@50"
         self.dataset_name = dataset.name
         cache = cache_folder(self.settings["cache_dir"])
@@ -274,9 +303,22 @@ class LinkMode(ShadowMode):
         self._prepare()
         return max(1, math.ceil(self._order(epoch).size / self.settings["batch_size"]))
 
+    def _branch(self, subs):
+        """One branch of a pair batch: node features and/or the structural labels
+        (:mod:`scalegnn.shadow.labels`) as the input columns."""
+        from scalegnn.shadow.labels import label_onehot, pair_labels  # noqa: PLC0415
+        subs = drop_pair_edges(subs)
+        features = self.dataset.features if self.use_features else \
+            np.zeros((self.split.num_nodes, 0), np.float32)   # labels only: gather no rows
+        b = branch_batch(subs, features, self.settings["adj_norm"])
+        if self.label_cap > 0:
+            b.x = append_columns(b.x, label_onehot(pair_labels(subs, self.label_cap),
+                                                   self.label_cap))   # CSR x stays CSR
+        return b
+
     def _pairs(self, src, dst, label, seed) -> "object":
-        branches = [branch_batch(drop_pair_edges(ex.extract_pairs(src, dst, seed=seed)),
-                                 self.dataset.features) for ex in self.train_extractors]
+        branches = [self._branch(ex.extract_pairs(src, dst, seed=seed))
+                    for ex in self.train_extractors]
         y = torch.from_numpy(np.asarray(label, dtype=np.float32).reshape(-1, 1))
         w = torch.full((src.shape[0],), 1.0 / max(src.shape[0], 1), dtype=torch.float32)
         return ensemble_batch(branches, y, w, src)
