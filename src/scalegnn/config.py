@@ -359,69 +359,9 @@ class Config:
         if not (0 <= self.params["checkpoint_seconds"] < float("inf")):
             raise ConfigError(f"params.checkpoint_seconds: must be a finite number >= 0, got "
                               f"{self.params['checkpoint_seconds']}")
-        sh = self.section("shadow")
-        for key, hi in (("batch_size", 1 << 20), ("eval_batch_size", 1 << 22)):
-            if not 1 <= sh[key] <= hi:
-                raise ConfigError(f"shadow.{key}: must be in [1, {hi}], got {sh[key]}")
-        if sh["task"] not in ("node", "link"):
-            raise ConfigError(f"shadow.task: {sh['task']!r} is not one of ['link', 'node']")
-        if sh["pairs_per_epoch"] < 0:
-            raise ConfigError(f"shadow.pairs_per_epoch: must be >= 0 (0: all), got "
-                              f"{sh['pairs_per_epoch']}")
-        if sh["adj_norm"] not in ("mean", "sym"):
-            raise ConfigError(f"shadow.adj_norm: {sh['adj_norm']!r} is not one of "
-                              f"['mean', 'sym']")
-        if not 0 <= sh["pair_labels"] <= 16:
-            raise ConfigError(f"shadow.pair_labels: must be in [0, 16] (0: off), got "
-                              f"{sh['pair_labels']}")
-        if not sh["node_features"] and sh["pair_labels"] == 0:
-            raise ConfigError("shadow.node_features: false needs shadow.pair_labels > 0 (the "
-                              "model would have no input)")
-        if sh["task"] != "link" and (sh["pair_labels"] or not sh["node_features"]):
-            raise ConfigError("shadow.pair_labels / shadow.node_features: only for "
-                              "shadow.task: link (labels are relative to a pair's two ends)")
-        if not 1 <= sh["negatives"] <= 10**7:
-            raise ConfigError(f"shadow.negatives: must be in [1, 10**7], got {sh['negatives']}")
-        frac = sh["edge_split"]
-        if not isinstance(frac, (list, tuple)) or len(frac) != 3 or not all(
-                isinstance(f, (int, float)) and not isinstance(f, bool) and 0 <= f <= 1
-                for f in frac) or abs(sum(frac) - 1) > 1e-6 or min(frac) <= 0:
-            raise ConfigError(f"shadow.edge_split: expected [train, val, test] fractions in "
-                              f"(0, 1) summing to 1, got {frac!r}")
-        if not isinstance(sh["readout"], str) or not isinstance(sh["residual"], str):
-            raise ConfigError(f"shadow.readout / shadow.residual: expected text like "
-                              f"'center+mean' / 'none', got {sh['readout']!r} / {sh['residual']!r}")
-        if "shadow" in self.sections:
-            from scalegnn.shadow.readout import parse_readout  # noqa: PLC0415 (imports torch)
-            parse_readout(sh["readout"])
-            if sh["residual"] not in ("none", "max", "concat"):
-                raise ConfigError(f"shadow.residual: {sh['residual']!r} is not one of "
-                                  f"['concat', 'max', 'none']")
-        if not isinstance(sh["cache_dir"], str):
-            raise ConfigError(f"shadow.cache_dir: expected auto, none or a folder, got "
-                              f"{sh['cache_dir']!r}")
-        exts = [sh["extractors"]] if isinstance(sh["extractors"], dict) else sh["extractors"]
-        if not isinstance(exts, list) or not exts or not all(
-                isinstance(e, dict) and e.get("kind") in ("ppr", "khop") for e in exts):
-            raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings with "
-                              f"kind: ppr or kind: khop, got {sh['extractors']!r}")
-        if not isinstance(sh["extractors"], (list, dict)) or not sh["extractors"]:
-            raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings, got "
-                              f"{sh['extractors']!r}")
-        d = self.section("distributed")
-        if not (0.0 <= d["boundary_p"] <= 1.0):
-            raise ConfigError(f"distributed.boundary_p: must be in [0, 1], got {d['boundary_p']}")
-        if not (0 < d["timeout"] < float("inf")):
-            raise ConfigError(f"distributed.timeout: must be a positive number of seconds, got "
-                              f"{d['timeout']}")
-        if d["dtype"] not in ("float32", "float64"):
-            raise ConfigError(f"distributed.dtype: {d['dtype']!r} is not one of "
-                              f"['float32', 'float64']")
-        if d["parts"] < 0:
-            raise ConfigError(f"distributed.parts: must be >= 0, got {d['parts']}")
-        from scalegnn.dist.partition import METHODS  # noqa: PLC0415 (numpy only, no torch)
-        if d["method"] not in METHODS:
-            raise ConfigError(f"distributed.method: {d['method']!r} is not one of {list(METHODS)}")
+        from scalegnn._config_limits import check_distributed, check_shadow  # noqa: PLC0415
+        check_shadow(self.section("shadow"), given="shadow" in self.sections)
+        check_distributed(self.section("distributed"))
 
     def validate_for_mode(self, mode: str) -> "Config":
         """Checks that only one training mode needs (``graphsaint`` | ``distributed``)."""
