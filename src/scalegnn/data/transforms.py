@@ -28,12 +28,22 @@ def standardize_features(ds: Dataset, nodes=None, chunk: int = 1 << 16) -> Datas
     if isinstance(x, SparseFeatures):  # exact, and kept sparse: the model folds μ and σ in
         return dataclasses.replace(ds, features=x.standardize(nodes),
                                    meta={**ds.meta, "standardized": True})
+    out = apply_statistics(x, *fit_statistics(x, nodes), chunk=chunk)
+    return dataclasses.replace(ds, features=out, meta={**ds.meta, "standardized": True})
+
+
+def fit_statistics(x, nodes) -> tuple[np.ndarray, np.ndarray]:
+    """Column mean and population std (0 -> 1) of rows ``nodes`` of dense ``x``, in float64."""
     fit = np.asarray(x[np.sort(nodes)], dtype=np.float64)
-    mean = fit.mean(axis=0)
-    std = fit.std(axis=0)
+    mean, std = fit.mean(axis=0), fit.std(axis=0)
     std[std == 0] = 1.0
+    return mean, std
+
+
+def apply_statistics(x, mean, std, chunk: int = 1 << 16) -> np.ndarray:
+    """``(x - mean) / std`` as a float32 copy, computed in float64 per row chunk (a memory-mapped
+    ``x`` is never read whole)."""
     out = np.empty(x.shape, dtype=np.float32)
     for s in range(0, x.shape[0], chunk):
         out[s:s + chunk] = (np.asarray(x[s:s + chunk], dtype=np.float64) - mean) / std
-    new = dataclasses.replace(ds, features=out, meta={**ds.meta, "standardized": True})
-    return new
+    return out

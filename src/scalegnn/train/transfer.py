@@ -58,14 +58,9 @@ def standardized_like(x, train_raw, train_prepared, chunk: int = 1 << 16):
     x = choose_representation(x, "dense")
     if not train_prepared.meta.get("standardized") or train_raw.meta.get("standardized"):
         return x
-    # the statistics of scalegnn.data.transforms.standardize_features, fitted on train_raw
-    fit = np.asarray(train_raw.features[np.sort(train_raw.train_idx)], dtype=np.float64)
-    mean, std = fit.mean(axis=0), fit.std(axis=0)
-    std[std == 0] = 1.0
-    out = np.empty(x.shape, dtype=np.float32)
-    for s in range(0, x.shape[0], chunk):
-        out[s:s + chunk] = (np.asarray(x[s:s + chunk], dtype=np.float64) - mean) / std
-    return out
+    from scalegnn.data.transforms import apply_statistics, fit_statistics
+    stats = fit_statistics(train_raw.features, train_raw.train_idx)
+    return apply_statistics(x, *stats, chunk=chunk)
 
 
 class TestGraph:
