@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from scalegnn.errors import ConfigError, DataError
-from scalegnn.io import read_json_object
+from scalegnn.io import read_json_object, same_path
 
 OUTPUT_TYPES = (".npy", ".csv", ".parquet")
 SPLITS = ("train", "val", "test")
@@ -149,7 +149,7 @@ def load_run(run_dir, data=None, *, device="cpu") -> TrainedRun:
     state = ckpt.load_checkpoint(best)
     trained = (state.get("identity") or {}).get("dataset") or {}
     recorded = info.get("data", info.get("source"))
-    new = data is not None and not _same_data(str(data), recorded)
+    new = data is not None and not same_path(str(data), recorded)
     spec = str(data) if new else recorded
     if spec is None:
         raise ConfigError(f"{path / 'run.json'}: records no data; give --data")
@@ -327,15 +327,3 @@ def _scaled_like_run(dataset, recorded, config, info: dict, path: Path):
     features = standardized_like(dataset.features, ref, prepared)
     return dataclasses.replace(dataset, features=features,
                                meta={**dataset.meta, "standardized": True})
-
-
-
-def _same_data(given: str, recorded) -> bool:
-    if recorded is None:
-        return False
-    if given == str(recorded):
-        return True
-    try:
-        return Path(given).resolve() == Path(str(recorded)).resolve()
-    except OSError:
-        return False

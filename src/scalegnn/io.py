@@ -11,7 +11,8 @@ is left as it was.
 * :func:`atomic_folder` — context manager yielding a temporary folder that replaces ``path``
   on success (an existing folder at ``path`` is moved aside and removed after the swap).
 
-and :func:`read_json_object`, the one reader of the small JSON files a run directory holds.
+and :func:`read_json_object`, the one reader of the small JSON files a run directory holds, and
+:func:`same_path`, the one test of whether a given path names a recorded one.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["atomic_open", "atomic_write_bytes", "atomic_write_text", "atomic_write_json",
-           "atomic_save_npy", "atomic_save_npz", "atomic_folder", "read_json_object"]
+           "atomic_save_npy", "atomic_save_npz", "atomic_folder", "read_json_object",
+           "same_path"]
 
 
 @contextlib.contextmanager
@@ -125,3 +127,17 @@ def read_json_object(path, *, missing_ok: bool = False) -> dict:
     if not isinstance(data, dict):
         raise DataError(f"{path}: damaged (expected a JSON object)")
     return data
+
+
+def same_path(given, recorded) -> bool:
+    """``given`` names what ``recorded`` (a path or dataset spec from ``run.json``; None: nothing)
+    names: the same text, or the same file once both are resolved."""
+    if recorded is None:
+        return False
+    given, recorded = str(given), str(recorded)
+    if given == recorded:
+        return True
+    try:
+        return Path(given).resolve() == Path(recorded).resolve()
+    except OSError:
+        return False

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scalegnn.io import read_json_object, same_path
+
 DEFAULT_DATA = "synthetic"
 
 
@@ -76,17 +78,7 @@ class RunSpec:
 
 
 def _recorded(run_dir: Path) -> dict:
-    from scalegnn.io import read_json_object
     return read_json_object(run_dir / "run.json", missing_ok=True)
-
-
-def _same_data(given: str, recorded: str) -> bool:
-    if given == recorded:
-        return True
-    try:
-        return Path(given).resolve() == Path(recorded).resolve()
-    except OSError:
-        return False
 
 
 def resolve_run(args, mode: str) -> RunSpec:
@@ -99,7 +91,7 @@ def resolve_run(args, mode: str) -> RunSpec:
     data = getattr(args, "data", None)
     split = getattr(args, "split", None)
     if args.resume:
-        if args.out is not None and not _same_data(args.out, args.resume):
+        if args.out is not None and not same_path(args.out, args.resume):
             raise ConfigError(f"--out {args.out}: a resumed run writes its own folder "
                               f"{args.resume}; drop --out")
         if args.config is not None:
@@ -116,7 +108,7 @@ def resolve_run(args, mode: str) -> RunSpec:
         for flag, given, key in (("--data", data, "data"), ("--split", split, "split"),
                                  ("--seed", args.seed, "seed")):
             if given is not None and key in rec and not (
-                    _same_data(str(given), str(rec[key])) if key == "data" else given == rec[key]):
+                    same_path(str(given), str(rec[key])) if key == "data" else given == rec[key]):
                 raise ConfigError(f"{flag} {given}: the run in {run_dir} was made with {flag} "
                                   f"{rec[key]}; a resumed run keeps its recorded value")
         options, test_data = _recorded_data_choices(args, rec, run_dir)
@@ -162,7 +154,7 @@ def _recorded_data_choices(args, rec: dict, run_dir: Path) -> tuple[dict, str | 
             raise ConfigError(f"{flag(key)} {value}: the run in {run_dir} was made with {was}; "
                               f"a resumed run keeps its recorded data options")
     test_data = getattr(args, "test_data", None)
-    if test_data is not None and not _same_data(test_data, str(rec.get("test_data"))):
+    if test_data is not None and not same_path(test_data, str(rec.get("test_data"))):
         was = f"--test-data {rec['test_data']}" if rec.get("test_data") else "no --test-data"
         raise ConfigError(f"--test-data {test_data}: the run in {run_dir} was made with {was}; "
                           f"a resumed run keeps its recorded value")
