@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from scalegnn.dist.accounting import volume_matrix
 from scalegnn.dist.hypergraph import iter_nets, partition_nets, vertex_weights
 from scalegnn.errors import ConfigError
 
@@ -64,14 +65,10 @@ def batch_nets(sub):
 
 
 def batch_volume(sub, assignment: np.ndarray) -> int:
-    """vol(G', Π): distinct (part of a row, column owned elsewhere) pairs of the subgraph."""
-    g = sub.graph
-    a = np.asarray(assignment)[sub.nodes].astype(np.int64)
-    rows = np.repeat(np.arange(g.num_nodes, dtype=np.int64), g.degrees())
-    cols = g.indices.astype(np.int64)
-    cross = a[rows] != a[cols]
-    k = int(a.max()) + 1 if a.size else 1
-    return int(np.unique(cols[cross] * k + a[rows[cross]]).shape[0])
+    """vol(G', Π): distinct (part of a row, column owned elsewhere) pairs of the subgraph, the
+    total of its :func:`~scalegnn.dist.accounting.volume_matrix`."""
+    a = np.asarray(assignment)[sub.nodes]
+    return int(volume_matrix(sub.graph, a).sum()) if a.size else 0
 
 
 def sample_for_shp(sampler, parts: int, theta: float, delta: float, seed: int = 0,
