@@ -71,3 +71,25 @@ def test_expected_volume_uses_fresh_batches(ds):
     fresh = smp.sample(8, 0, start=EVAL_START)
     assert e["mean"] == pytest.approx(np.mean([batch_volume(s, a) for s in fresh]))
     assert e["sem"] >= 0
+
+
+def test_min_batches_and_prior(monkeypatch, ds):
+    import scalegnn.dist.shp as S
+    smp = make_sampler("rw", ds.graph, ds.train_idx, {"num_root": 20, "depth": 2})
+    subs, need = sample_for_shp(smp, 4, theta=0.5, delta=0.5, seed=0, chunk=3, min_batches=7)
+    assert len(subs) == 7 and sum(s.num_nodes for s in subs) >= need
+    with pytest.raises(ConfigError, match="--min-batches"):
+        sample_for_shp(smp, 4, theta=0.5, delta=0.5, min_batches=-1)
+    seen = {}
+
+    def fake(nets, weights, parts, **kw):
+        seen["nets"] = sum(ptr.shape[0] - 1 for ptr, _ in nets)
+        return np.zeros(len(weights), dtype=np.int32)
+
+    monkeypatch.setattr(S, "partition_nets", fake)
+    batch = sum(ptr.shape[0] - 1 for s in subs for ptr, _ in batch_nets(s))
+    full = sum(ptr.shape[0] - 1 for ptr, _ in iter_nets(ds.graph))
+    S.assign_shp(ds.graph, subs, 4, prior=False)
+    assert seen["nets"] == batch
+    S.assign_shp(ds.graph, subs, 4)                       # the full graph's nets, once
+    assert seen["nets"] == batch + full

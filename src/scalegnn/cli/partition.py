@@ -57,6 +57,12 @@ def add_parser(sub):
                    help="shp: sampler budget as key=value pairs")
     p.add_argument("--theta", type=float, default=0.1, help="shp: Hoeffding error θ")
     p.add_argument("--delta", type=float, default=0.5, help="shp: Hoeffding confidence 1-δ")
+    p.add_argument("--min-batches", type=int, default=200,
+                   help="shp: sample at least this many minibatches even when the Hoeffding "
+                        "bound asks for fewer (default 200)")
+    p.add_argument("--no-prior", dest="prior", action="store_false",
+                   help="shp: partition the sampled nets alone, without the full graph's nets "
+                        "(Algorithm 3 as published)")
     p.add_argument("--eval-batches", type=int, default=200,
                    help="shp: fresh minibatches the expected volume is averaged over")
     p.set_defaults(func=run)
@@ -134,7 +140,8 @@ def run_shp(args) -> int:
     res = compare_shp(ds, parts, sampler=args.sampler, budget=parse_budget(args.budget),
                       theta=args.theta, delta=args.delta, eval_batches=args.eval_batches,
                       seed=args.seed, imbalance=args.imbalance, preset=args.preset,
-                      threads=args.threads, log=lambda r: print(json.dumps(r), flush=True))
+                      threads=args.threads, min_batches=args.min_batches, prior=args.prior,
+                      log=lambda r: print(json.dumps(r), flush=True))
     print(json.dumps({"geomean_shp_vs_hp": res["geomean_shp_vs_hp"]}))
     if args.out:
         write_json(res, args.out)
