@@ -6,6 +6,8 @@ Files (a folder holding them, or the edge CSV itself with its siblings found by 
   ``,``/tab/``;``/space separated; a first line with a non-integer token is a header
   (``id_1,id_2``, ``source,target``...). Edges are undirected: symmetrized, deduplicated,
   self-loops dropped (facebook_edges.csv has 171,002 rows incl. 179 self-loops -> 170,823).
+  Any edge file may be gzip'd (``*.gz``). It is streamed (:mod:`scalegnn.data._stream`): peak
+  memory is about twice the final CSR, whatever the file's size.
 * features (optional): ``*.npy`` (N x F), or ``*.json`` either ``{"node": [active feature
   ids]}`` or ``[[active ids of node 0], [..node 1], ...]`` -> 0/1 float32 with F = max id + 1.
   Missing -> structural features (see :mod:`scalegnn.data.structural`).
@@ -29,13 +31,13 @@ from __future__ import annotations
 
 import csv as _csv
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from scalegnn.data import _common as C
+from scalegnn.data import _stream as S
 from scalegnn.data.dataset import Dataset
 from scalegnn.data.options import check_class_column, featureless_features, flag
 from scalegnn.errors import DataError
@@ -45,6 +47,7 @@ ID_COLUMNS = ("id", "node", "node_id", "nodeid")
 LABEL_COLUMNS = ("page_type", "label", "target", "class", "y")
 _EDGE_PATTERNS = ("*edges*.csv", "*edge*.csv", "*.edges", "*edges*.tsv", "*.tsv",
                   "*.ungraph.txt", "*.ungraph", "*edges*.txt", "*.edgelist")
+_EDGE_PATTERNS += tuple(p + ".gz" for p in _EDGE_PATTERNS)  # gzip'd, inflated while parsed
 COMMENTS = ("#", "%")
 _LABEL_PATTERNS = ("*target*.csv", "*label*.csv", "*class*.csv")
 
@@ -78,34 +81,20 @@ def _is_number(tok: str) -> bool:
 
 
 def read_edge_csv(path) -> tuple[np.ndarray, np.ndarray]:
-    """(src, dst) int64 arrays from a two-column edge list with optional header."""
+    """(sorted distinct canonical keys, stats) of a two-column edge list with optional header
+    (see :func:`scalegnn.data._stream.read_edges`), streamed: plain or ``.gz``, never held as
+    text or as int64 columns."""
     path = C.require_file(path, "edge list")
-    skip = 0  # leading comment lines (SNAP '# Nodes: ...'), so the header test sees data
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for first in f:
-            first = first.strip()
-            if first and not first.startswith(COMMENTS):
-                break
-            skip += 1
-        else:
-            first = ""
+    first = S.first_line(path, "edge list")  # after leading comments (SNAP '# Nodes: ...')
     if not first:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(0, np.uint64), np.array([0, -1, 0, 0], np.int64)
     delim = next((d for d in (",", "\t", ";") if d in first), None)
     toks = [t.strip().strip('"') for t in (first.split(delim) if delim else first.split())]
     if len(toks) < 2:
         raise DataError(f"{path}: expected two columns (source, target), line 1 is {first!r}")
     header = not (_is_number(toks[0]) and _is_number(toks[1]))  # '1.5' is data, refused below
-    try:
-        with warnings.catch_warnings():  # a header-only file is an empty edge list
-            warnings.simplefilter("ignore", UserWarning)
-            e = np.loadtxt(path, delimiter=delim, skiprows=skip + int(header), usecols=(0, 1),
-                           dtype=np.int64, ndmin=2, comments=COMMENTS)
-    except ValueError as ex:  # also UnicodeDecodeError; names the bad token ('2.5')
-        raise DataError(f"{path}: bad edge list, node ids must be integers "
-                        f"({C._short(ex)})") from None
-    e = e.reshape(-1, 2)
-    return e[:, 0].copy(), e[:, 1].copy()
+    return S.read_edges(path, "edge list", ord(delim) if delim else 0, header,
+                        ", node ids must be integers")
 
 
 def _label_rows(path) -> list[list[str]]:
@@ -130,30 +119,18 @@ def _pick_column(head, wanted, key, path, fallback) -> int | None:
     raise DataError(f"{path}: no column {wanted!r} for {flag(key)}; columns: {', '.join(head)}")
 
 
-def read_labels_csv(path, id_column=None, label_column=None):
-    """(node ids or None, raw label strings, label column name).
-
-    A first row of numbers only is data, not a header (``node label`` lines); its columns are
-    then named ``0``, ``1``... (two columns: node id, label). See the module docstring for how
-    the id and label columns are chosen."""
-    path = C.require_file(path, "labels CSV")
-    try:
-        rows = _label_rows(path)
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except _csv.Error as e:
-        raise DataError(f"{path}: bad CSV ({C._short(e)})") from None
-    if not rows:
-        raise DataError(f"{path}: no label rows")
-    headerless = bool(rows[0]) and all(_is_number(t) for t in rows[0])
+def _columns(first: list[str], more_rows: bool, id_column, label_column, path):
+    """(head, headerless, id column or None, label column) from the first row; see
+    :func:`read_labels_csv`."""
+    headerless = bool(first) and all(_is_number(t) for t in first)
     if headerless:
-        head = [str(i) for i in range(len(rows[0]))]
+        head = [str(i) for i in range(len(first))]
         guess_id = 0 if len(head) == 2 else None
         guess_label = len(head) - 1 if len(head) <= 2 else None
     else:
-        if len(rows) < 2:
+        if not more_rows:
             raise DataError(f"{path}: no label rows")
-        head = [h.strip().lower() for h in rows[0]]
+        head = [h.strip().lower() for h in first]
         if not head:
             raise DataError(f"{path}: line 1 must be a header (e.g. id,label), found an empty "
                             "line")
@@ -171,6 +148,60 @@ def read_labels_csv(path, id_column=None, label_column=None):
         raise DataError(f"{path}: column {head[lab_col]!r} cannot be both the node ids and the "
                         f"labels; name the other with {flag('id_column')} or "
                         f"{flag('label_column')}")
+    return head, headerless, id_col, lab_col
+
+
+def _numeric_labels(path, id_column, label_column):
+    """The result of :func:`read_labels_csv` for an all-numeric file whose ids and classes are
+    whole non-negative numbers, parsed by the streaming table reader (a million rows in well
+    under a second, where the csv module takes seconds); None for anything else, which the
+    general path then reads and, if need be, refuses with its precise message."""
+    first = S.first_line(path, "labels CSV")
+    if not first or '"' in first:
+        return None
+    if path.suffix.lower() == ".csv":
+        delim = ","
+    else:
+        delim = next((d for d in ("\t", ";", ",") if d in first), None)
+    toks = [t.strip() for t in (first.split(delim) if delim else first.split())]
+    head, headerless, id_col, lab_col = _columns(toks, True, id_column, label_column, path)
+    try:
+        table = S.read_table(path, "labels CSV", np.float64, ord(delim) if delim else 0,
+                             header=not headerless)
+    except DataError:
+        return None
+    if table.shape[0] == 0 or table.shape[1] != len(head):
+        return None
+    cols = [table[:, lab_col]] + ([table[:, id_col]] if id_col is not None else [])
+    for c in cols:
+        if not (np.isfinite(c).all() and (np.mod(c, 1) == 0).all() and c.min() >= 0
+                and c.max() < C.MAX_ID):
+            return None
+    ids = None if id_col is None else table[:, id_col].astype(np.int64)
+    return ids, table[:, lab_col].astype(np.int64), head[lab_col]
+
+
+def read_labels_csv(path, id_column=None, label_column=None):
+    """(node ids or None, labels, label column name): labels are class ids (int64) for an
+    all-numeric file, else the raw label strings.
+
+    A first row of numbers only is data, not a header (``node label`` lines); its columns are
+    then named ``0``, ``1``... (two columns: node id, label). See the module docstring for how
+    the id and label columns are chosen."""
+    path = C.require_file(path, "labels CSV")
+    fast = _numeric_labels(path, id_column, label_column)
+    if fast is not None:
+        return fast
+    try:
+        rows = _label_rows(path)
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except _csv.Error as e:
+        raise DataError(f"{path}: bad CSV ({C._short(e)})") from None
+    if not rows:
+        raise DataError(f"{path}: no label rows")
+    head, headerless, id_col, lab_col = _columns(rows[0], len(rows) > 1, id_column,
+                                                 label_column, path)
     body = rows[0 if headerless else 1:]
     first_line = 1 if headerless else 2
     for i, r in enumerate(body):
@@ -199,7 +230,10 @@ def _whole_numbers(tokens, path, where: str, what: str) -> np.ndarray:
 
 def label_ids(values, path) -> tuple[np.ndarray, list | None]:
     """Class ids from a label column: integers ('3', '3.0') as they are, other numbers
-    ('2.7', 'nan') refused, anything else as class names in sorted order."""
+    ('2.7', 'nan') refused, anything else as class names in sorted order; an int64 array
+    (from the numeric fast path) is already class ids."""
+    if isinstance(values, np.ndarray):
+        return values, None
     if values and all(_is_number(v) for v in values):
         raw = _whole_numbers(values, path, "the label column", "class ids")
         if raw.min() < 0:
@@ -267,7 +301,7 @@ def load_csv(path, *, seed: int = 0, name: str | None = None,
     if files["labels"] is None:
         raise DataError(f"{path}: no labels CSV found (expected *target*.csv or *label*.csv "
                         f"beside the edges); name a labels file with {flag('labels')}")
-    src, dst = read_edge_csv(files["edges"])
+    keys, stats = read_edge_csv(files["edges"])
     ids, values, label_col = read_labels_csv(files["labels"], options.get("id_column"),
                                              options.get("label_column"))
     lab_path = files["labels"]
@@ -280,13 +314,14 @@ def load_csv(path, *, seed: int = 0, name: str | None = None,
         if ids.min() < 0:
             raise DataError(f"{lab_path}: negative node id {ids.min()}{hint}")
         n = int(ids.max()) + 1
-        if np.unique(ids).size != ids.size or ids.size != n:
+        if ids.size != n or np.bincount(ids).max() > 1:  # np.unique hashes: ~100x slower
             raise DataError(f"{lab_path}: node ids must be 0..N-1, each exactly once{hint}")
         order = ids
     raw, class_names = label_ids(values, lab_path)
     labels = np.zeros(n, dtype=np.int64)
     labels[order] = raw
-    graph = C.graph_from_edges(src, dst, n, files["edges"])
+    graph = S.edge_list_graph(keys, stats, n, files["edges"])
+    del keys
     fpath = files["features"]
     extra = {}
     if fpath is None or "features_source" in options:
@@ -304,7 +339,8 @@ def load_csv(path, *, seed: int = 0, name: str | None = None,
             "split": f"seeded 50/25/25 (seed={seed})", **extra}
     if class_names is not None:
         meta["class_names"] = class_names
-    stem = path.name if path.is_dir() else path.stem.replace("_edges", "")
+    stem = path.name if path.is_dir() else \
+        Path(path.stem if path.suffix.lower() == ".gz" else path.name).stem.replace("_edges", "")
     ds = Dataset(graph, x, labels, tr, va, te, name=name or stem, source=str(path),
                  metric="accuracy", meta=meta)
     return C.finish(ds)

@@ -70,14 +70,38 @@ def _dense(value, path, name: str) -> np.ndarray:
     return arr
 
 
+def _read_mat(reader, path, **kw):
+    """``reader(path, **kw)`` (scipy.io.loadmat/whosmat) with its failures as DataError."""
+    try:
+        return reader(path, **kw)
+    except NotImplementedError:
+        raise DataError(f"{path}: MATLAB v7.3 (HDF5) files are not supported; re-save with "
+                        "-v7") from None
+    except Exception as e:
+        raise DataError(f"{path}: not a readable .mat file ({C._short(e)})") from None
+
+
+def _variable(path, name: str):
+    """One variable of a .mat file, read without the others."""
+    import scipy.io as sio
+    return _read_mat(sio.loadmat, path, variable_names=[name])[name]
+
+
 def _adjacency(value, path, name: str):
+    """The cleaned graph of a matrix. The matrix is one loadmat made for us alone, so its
+    arrays are cleaned in place; a CSC matrix (MATLAB's sparse layout) is used as the CSR of
+    its transpose, with no conversion copy: the symmetrized pattern is the same."""
     if not sp.issparse(value):
         value = np.asarray(value)
         if value.ndim != 2 or value.dtype.kind not in "fiub":
             raise DataError(f"{path}: '{name}' must be a 2-D numeric matrix")
-    adj = sp.csr_matrix(value)
+    shape = value.shape
+    adj = value.T if sp.issparse(value) and value.format == "csc" else sp.csr_matrix(value)
+    del value
     adj.eliminate_zeros()  # an explicit 0 is not an edge
-    return C.clean_csr(adj.indptr, adj.indices.copy(), adj.shape, path)
+    indptr, indices = adj.indptr, adj.indices
+    del adj  # the values (float64, 8 bytes per entry) are not needed
+    return C.clean_csr(indptr, indices, shape, path)
 
 
 def _labels(value, path, name: str, n: int, column) -> tuple[np.ndarray, dict]:
@@ -123,14 +147,9 @@ def load_mat(path, *, seed: int = 0, name: str | None = None,
     import scipy.io as sio
     options = options or {}
     path = C.require_file(path, ".mat file")
-    try:
-        m = sio.loadmat(path)
-    except NotImplementedError:
-        raise DataError(f"{path}: MATLAB v7.3 (HDF5) files are not supported; re-save with "
-                        "-v7") from None
-    except Exception as e:
-        raise DataError(f"{path}: not a readable .mat file ({C._short(e)})") from None
-    variables = {k: v for k, v in m.items() if not k.startswith("__")}
+    # names first, then one variable at a time: the peak holds one variable's loadmat copy,
+    # not the whole file's
+    variables = {v[0]: None for v in _read_mat(sio.whosmat, path) if not v[0].startswith("__")}
     adj_name = _find(variables, options.get("adjacency"), ADJACENCY_NAMES, "adjacency", path)
     lab_name = _find(variables, options.get("labels"), LABEL_NAMES, "labels", path)
     feat_name = _find(variables, options.get("features"), FEATURE_NAMES, "features", path,
@@ -138,13 +157,14 @@ def load_mat(path, *, seed: int = 0, name: str | None = None,
     if len({adj_name, lab_name, feat_name} - {None}) < 2 + (feat_name is not None):
         raise DataError(f"{path}: one variable cannot play two roles (adjacency "
                         f"{adj_name!r}, labels {lab_name!r}, features {feat_name!r})")
-    graph, changes = _adjacency(variables[adj_name], path, adj_name)
+    graph, changes = _adjacency(_variable(path, adj_name), path, adj_name)
     n = graph.num_nodes
-    labels, label_meta = _labels(variables[lab_name], path, lab_name, n,
+    labels, label_meta = _labels(_variable(path, lab_name), path, lab_name, n,
                                  options.get("label_column"))
     extra = {}
     if feat_name is not None and "features_source" not in options:
-        x = C.finite_float32(_dense(variables[feat_name], path, feat_name), path, feat_name)
+        x = C.finite_float32(_dense(_variable(path, feat_name), path, feat_name), path,
+                             feat_name)
         C.check_features_rows(x, n, path)
         feat_note = f"from '{feat_name}'"
     else:

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from scalegnn.data import _common as C
+from scalegnn.data import _stream as S
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
 from scalegnn.features import csr_features
@@ -149,14 +150,17 @@ def load_gnn_benchmark(path, *, seed: int = 0, name: str | None = None) -> Datas
 
 
 def load_heterophilous(path, *, split: int = 0, name: str | None = None) -> Dataset:
-    z = C.npz_arrays(path, HETERO_KEYS)
+    z = C.npz_arrays(path, [k for k in HETERO_KEYS if k != "edges"])
     x = C.finite_float32(z["node_features"], path, "node_features")
     n = x.shape[0]
     labels = C.class_labels(z["node_labels"], path, n)
-    edges = C.check_int_array(z["edges"], path, "edges")
-    if edges.ndim != 2 or edges.shape[1] != 2:
-        raise DataError(f"{path}: edges must have shape (E, 2), got {tuple(edges.shape)}")
-    graph = C.graph_from_edges(edges[:, 0], edges[:, 1], n, path)
+    graph = S.npz_edges_graph(path, "edges", n)  # streamed: the edge array is never whole
+    if graph is None:  # float ids, Fortran order...: read whole and checked
+        edges = C.check_int_array(C.npz_arrays(path, ["edges"])["edges"], path, "edges")
+        if edges.ndim != 2 or edges.shape[1] != 2:
+            raise DataError(f"{path}: edges must have shape (E, 2), got {tuple(edges.shape)}")
+        graph = C.graph_from_edges(edges[:, 0], edges[:, 1], n, path)
+        del edges
     masks = []
     for key in ("train_masks", "val_masks", "test_masks"):
         if key not in z:
