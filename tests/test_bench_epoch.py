@@ -54,7 +54,7 @@ def test_epoch_lines_and_summary(capsys, folder):
     # 66/12/22 split of 1024 nodes (inductive: the rw sampler roots on training nodes only)
     assert summary["train_nodes"] == pytest.approx(0.66 * 1024, abs=2)
     for key in ("data_s", "loader_init_s", "wait_share_median", "meets_targets",
-                "target_epoch_s", "target_wait_share", "loader_stats"):
+                "target_ratio_vs_gemm_floor", "target_wait_share", "loader_stats"):
         assert key in summary
 
 

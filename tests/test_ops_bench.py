@@ -27,7 +27,8 @@ def test_bench_spmm_json(capsys):
 
 def test_bench_step_json(capsys):
     assert main(["bench", "step", "--dataset", "kronecker:10:4", "--size-subgraph", "300",
-                 "--size-frontier", "50", "--hidden", "32", "--repeat", "1"]) == 0
+                 "--size-frontier", "50", "--hidden", "32", "--repeat", "1",
+                 "--tail", "both"]) == 0
     model, plain = _lines(capsys)
     assert (model["tail"], plain["tail"]) == ("model", "torch")
     for r in (model, plain):

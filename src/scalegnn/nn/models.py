@@ -32,6 +32,7 @@ from scalegnn.nn.jk import JK_MODES, JumpingKnowledge
 from scalegnn.nn.mixhop import MixHopLayer, parse_powers
 from scalegnn.nn.saint import ACTIVATIONS, AGGREGATIONS, BIASES, SAINTLayer
 from scalegnn.ops import SparseAdj
+from scalegnn.ops.fused import l2_normalize
 
 # network keys beyond GraphSAINT's (defaults; each family takes the ones in its OPTIONS)
 MODEL_OPTIONS = {"layers": 0, "heads": 4, "jk_mode": "concat", "powers": "0-1-2",
@@ -127,7 +128,7 @@ class GraphSAINTNet(NodeClassifier):
         return outs
 
     def embed(self, x: torch.Tensor, adj: SparseAdj | None, exchange=None) -> torch.Tensor:
-        return F.normalize(self.layer_outputs(x, adj, exchange)[-1], p=2, dim=1)
+        return l2_normalize(self.layer_outputs(x, adj, exchange)[-1])  # = F.normalize, fused
 
 
 def layer_plan(arch, layers: int, model: str) -> list[int]:
@@ -195,7 +196,7 @@ class GraphStackNet(NodeClassifier):
         return outs
 
     def embed(self, x: torch.Tensor, adj: SparseAdj | None, exchange=None) -> torch.Tensor:
-        return F.normalize(self.readout(self.layer_outputs(x, adj, exchange)), p=2, dim=1)
+        return l2_normalize(self.readout(self.layer_outputs(x, adj, exchange)))
 
     def reset_parameters(self):
         for m in list(self.layers) + [self.classifier]:

@@ -318,3 +318,76 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, gt, gparts, bounds, relu):
                     ga = 0.0
                 gt[i, c] = ga
                 gparts[k, 2, c] += ga
+
+
+# --------------------------------------------------------------------------- fused L2 normalize
+# y = x / max(‖x‖₂, eps) per row (F.normalize): torch takes 3 passes over n x d forward and
+# ~9 backward (norm, clamp, expand, div, and their gradients); these take 2 passes forward
+# (row sum of squares, scaled write) and 2 backward (row dot g·y, write). Row norms and dots
+# accumulate in float64; rows split into ``bounds`` chunks, one output row per thread.
+
+@nb.njit(parallel=True, **_JIT)
+def l2_normalize_fwd(x, y, inv, bounds, eps):
+    """``y[i] = x[i] · inv[i]`` with ``inv[i] = 1 / max(‖x[i]‖, eps)``; ``inv[i]`` is stored
+    negated when the norm was below ``eps`` (the clamp: no gradient through the norm)."""
+    d = x.shape[1]
+    for k in nb.prange(bounds.shape[0] - 1):
+        for i in range(bounds[k], bounds[k + 1]):
+            s = 0.0
+            for c in range(d):
+                s += np.float64(x[i, c]) * x[i, c]
+            nrm = np.sqrt(s)
+            r = 1.0 / max(nrm, eps)
+            rf = x.dtype.type(r)
+            for c in range(d):
+                y[i, c] = x[i, c] * rf
+            inv[i] = r if nrm >= eps else -r
+
+
+@nb.njit(parallel=True, **_JIT)
+def l2_normalize_bwd(y, gy, gx, inv, bounds):
+    """``gx[i] = (gy[i] − y[i]·(gy[i]·y[i])) · inv[i]`` (``gy[i] · |inv[i]|`` for clamped rows)."""
+    d = y.shape[1]
+    for k in nb.prange(bounds.shape[0] - 1):
+        for i in range(bounds[k], bounds[k + 1]):
+            r = inv[i]
+            dot = 0.0
+            if r > 0:
+                for c in range(d):
+                    dot += np.float64(gy[i, c]) * y[i, c]
+            else:
+                r = -r
+            rf = y.dtype.type(r)
+            df = y.dtype.type(dot)
+            for c in range(d):
+                gx[i, c] = (gy[i, c] - y[i, c] * df) * rf
+
+
+# --------------------------------------------------------------------------- fused Adam update
+# torch.optim.Adam's update of one parameter as one pass (torch: ~6 elementwise ops, each its
+# own pass and, above torch's grain size, its own OpenMP region). Arithmetic in float64 (the
+# scalars'), stored in the arrays' dtype: float64 parameters get torch's numbers to rounding,
+# float32 ones a correctly rounded update (and no float32 denormal arithmetic in sqrt/div).
+
+@nb.njit(**_JIT)
+def _adam_range(p, g, m, v, lo, hi, step_size, b1, b2, bc2_sqrt, eps, wd):
+    for i in range(lo, hi):
+        gi = g[i] + wd * p[i] if wd != 0.0 else np.float64(g[i])
+        mi = m[i] + (1.0 - b1) * (gi - m[i])
+        vi = v[i] * b2 + (1.0 - b2) * gi * gi
+        m[i] = mi
+        v[i] = vi
+        p[i] = p[i] - step_size * (m[i] / (np.sqrt(v[i]) / bc2_sqrt + eps))
+
+
+@nb.njit(**_JIT)
+def adam_update_serial(p, g, m, v, step_size, b1, b2, bc2_sqrt, eps, wd):
+    """One Adam step on flat contiguous ``p`` with gradient ``g`` and moments ``m``, ``v``."""
+    _adam_range(p, g, m, v, 0, p.shape[0], step_size, b1, b2, bc2_sqrt, eps, wd)
+
+
+@nb.njit(parallel=True, **_JIT)
+def adam_update(p, g, m, v, chunks, step_size, b1, b2, bc2_sqrt, eps, wd):
+    """:func:`adam_update_serial` with element range ``[chunks[k], chunks[k+1])`` per task."""
+    for k in nb.prange(chunks.shape[0] - 1):
+        _adam_range(p, g, m, v, chunks[k], chunks[k + 1], step_size, b1, b2, bc2_sqrt, eps, wd)

@@ -31,12 +31,12 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from scalegnn.errors import ConfigError
 from scalegnn.nn.models import build_model, weighted_loss
 from scalegnn.nn.saint import SAINTLayer
+from scalegnn.ops.fused import l2_normalize
 from scalegnn.shadow.readout import Readout, Residual
 
 
@@ -115,7 +115,7 @@ class ShadowNet(nn.Module):
             h = net.readout(outs)     # the family's own readout (JK's combination for jk)
         else:
             h = self.residual(outs)
-        return F.normalize(h, p=2, dim=1)
+        return l2_normalize(h)     # = F.normalize(h, p=2, dim=1), the backbones' own
 
     def branch_vectors(self, branches) -> list[torch.Tensor]:
         """``[e_1, …, e_R]``: the readout of every branch, each (B, embed_dim)."""

@@ -8,12 +8,18 @@ Why not ``torch.optim.Adam``: constructing any torch optimizer imports ``torch._
 72 MB resident per process. A distributed rank's fixed memory is what keeps its peak from
 falling with the partition size, and these few lines are all training needs. Its state is
 tensors and an int, so checkpoints load with ``torch.load(weights_only=True)``.
+
+On host float32/float64 tensors each parameter's update runs as one fused pass (numba,
+:func:`scalegnn.ops._kernels.adam_update`) instead of ~6 torch elementwise ops: the optimizer
+step was a large share of a training step's non-GEMM time on a shared 2-core machine, where
+every extra pass and thread-team wake-up waits on the other processes (``bench step``).
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from scalegnn._config_limits import LR_SCHEDULES as SCHEDULES
@@ -44,6 +50,10 @@ class Adam:
         for p, m, v in zip(self.params, self.exp_avg, self.exp_avg_sq):
             if p.grad is None:
                 continue
+            if _fusable(p, p.grad, m, v):
+                _fused_step(p, p.grad, m, v, self.lr / bc1, b1, b2, bc2_sqrt, self.eps,
+                            self.weight_decay)
+                continue
             g = p.grad if self.weight_decay == 0 else p.grad.add(p, alpha=self.weight_decay)
             m.lerp_(g, 1 - b1)
             v.mul_(b2).addcmul_(g, g, value=1 - b2)
@@ -64,6 +74,35 @@ class Adam:
             dst.copy_(src)
 
 
+_PARALLEL_MIN = 1 << 16   # elements: below this a thread team costs more than it saves
+_chunks: dict = {}
+
+
+def _fusable(*ts) -> bool:
+    """Whether parameter, gradient and moments are host float tensors of one dtype and shape,
+    dense and contiguous (what the fused kernel takes; anything else runs the torch ops)."""
+    t0 = ts[0]
+    return t0.device.type == "cpu" and t0.dtype in (torch.float32, torch.float64) and all(
+        t.device.type == "cpu" and t.layout == torch.strided and t.dtype == t0.dtype
+        and t.is_contiguous() and t.shape == t0.shape for t in ts)
+
+
+def _fused_step(p, g, m, v, step_size, b1, b2, bc2_sqrt, eps, wd):
+    """One parameter's update in one pass (``ops._kernels.adam_update``): the update above,
+    with the arithmetic in float64; one thread team for a large parameter, none for a small
+    one (torch runs ~6 elementwise ops, each its own pass and thread team)."""
+    from scalegnn.ops import _kernels as K
+    from scalegnn.ops.spmm import num_threads
+    arrays = [t.detach().view(-1).numpy() for t in (p, g, m, v)]
+    n = arrays[0].shape[0]
+    threads = num_threads()
+    if n < _PARALLEL_MIN or threads == 1:
+        K.adam_update_serial(*arrays, step_size, b1, b2, bc2_sqrt, eps, wd)
+        return
+    chunks = _chunks.get((n, threads))
+    if chunks is None:
+        chunks = _chunks[(n, threads)] = np.linspace(0, n, threads + 1).astype(np.int64)
+    K.adam_update(*arrays, chunks, step_size, b1, b2, bc2_sqrt, eps, wd)
 
 
 class LRSchedule:
