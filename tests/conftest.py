@@ -17,6 +17,15 @@ def shared_data_dir() -> Path:
     return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
 
 
+@pytest.fixture(autouse=True)
+def _denormals_back_on():
+    """A test that builds a Trainer without fit() leaves denormal flushing on for the process
+    (params.flush_denormal); hypothesis refuses to run under flush-to-zero, so reset it."""
+    yield
+    import torch
+    torch.set_flush_denormal(False)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     d = shared_data_dir()

@@ -69,11 +69,18 @@ PARAM_DEFAULTS = {
     "transductive": False,                       # sample the full graph, loss on training nodes
     "standardize": True,                         # features -> z-scores by training-node statistics
                                                  # (GraphSAINT's preprocessing); in-memory copy,
+                                                 # applied on read for memory-mapped ones,
                                                  # folded into the first layer for CSR features
     "feature_format": "auto",                    # auto | sparse | dense: CSR input features when
                                                  # sparse enough (scalegnn.features)
+    "mmap_features": "auto",                     # auto | true | false: memory-map a dense
+                                                 # feats.npy (auto: when it is over a quarter of
+                                                 # the available memory; scalegnn.mapped_features)
     "eval_every": 1,                             # epochs between validation passes
     "grad_clip": 5.0,
+    "flush_denormal": True,                      # treat denormal floats as 0 while training, as
+                                                 # GPUs do (Adam's second moments of tiny
+                                                 # gradients; x86 is ~100x slower on them)
     "eval_batch_rows": 65536,
     "sampler_threads": 0,                        # 0 = as many as torch uses
     "pool_depth": 4,                             # prefetched minibatches
@@ -324,6 +331,8 @@ class Config:
                 raise ConfigError(f"params.{k}: unknown key; allowed: {sorted(PARAM_DEFAULTS)}")
         for k, v in list(self.network.items()):
             self.network[k] = _coerce(f"network.{k}", v, NETWORK_DEFAULTS[k])
+        if isinstance(self.params.get("mmap_features"), bool):  # YAML true/false: tri-state key
+            self.params["mmap_features"] = str(self.params["mmap_features"]).lower()
         for k, v in list(self.params.items()):
             self.params[k] = _coerce(f"params.{k}", v, PARAM_DEFAULTS[k])
         n, p = self.network, self.params
@@ -336,6 +345,8 @@ class Config:
         parse_loggers(p["loggers"])
         from scalegnn.features import check_feature_format  # noqa: PLC0415
         check_feature_format(p["feature_format"])
+        from scalegnn.mapped_features import check_mmap_features  # noqa: PLC0415
+        p["mmap_features"] = check_mmap_features(p["mmap_features"])
         check_phases(self.phases, _coerce, SAMPLERS, PHASE_KEYS)
         from scalegnn.nn.models import (  # noqa: PLC0415 (avoids import cycle)
             MODELS, parse_arch, validate_options)

@@ -267,7 +267,8 @@ def _scale_offset(feats: SparseFeatures, like: torch.Tensor):
 
 
 def gather_rows(features, nodes):
-    """The model input of rows ``nodes``: SparseFeatures rows, or a float32 tensor."""
+    """The model input of rows ``nodes``: SparseFeatures rows, or a float32 tensor (from an
+    array, a memmap, or :class:`~scalegnn.mapped_features.MappedFeatures`' standardized rows)."""
     if isinstance(features, SparseFeatures):
         return features[nodes]
     return torch.from_numpy(np.ascontiguousarray(features[nodes], dtype=np.float32))

@@ -90,23 +90,45 @@ def _info(args) -> int:
     info["source"] = ds.source
     if ds.meta.get("features"):
         info["features_note"] = features_line(ds.meta) or str(ds.meta["features"])
-    print(json.dumps(info) if args.json else format_info(info))
+    est, avail = _memory_estimate(ds, args.config)
+    info["memory"] = est.to_dict(avail)
+    if args.json:
+        print(json.dumps(info))
+    else:
+        print(format_info(info))
+        print("\n".join(f"{'memory' if i == 0 else '':<11}{line.strip()}" if i == 0
+                        else f"{'':<11}{line[2:]}" for i, line in enumerate(est.lines(avail))))
     return 0
 
 
+def _memory_estimate(ds, config_path):
+    """Training memory estimate of ``ds`` (``scalegnn.memory``) for the built-in config or
+    ``config_path``, and the memory the guard would compare it with."""
+    from scalegnn.config import Config
+    from scalegnn.data._common import available_memory
+    from scalegnn.memory import estimate_training_memory
+    config = (Config.from_yaml(config_path) if config_path else Config.builtin()).validate()
+    est = estimate_training_memory(ds, config)
+    avail = available_memory()
+    return est, None if avail is None else avail + est.resident
+
+
 def _synth(args) -> int:
-    from scalegnn.data.graphsaint import save_graphsaint
     from scalegnn.data import synthetic as S
-    if args.kind == "kronecker":
+    from scalegnn.data.graphsaint import save_graphsaint
+    from scalegnn.threads import release_freed_memory
+    release_freed_memory()  # the peak is the point: freed build buffers go back at once
+    if args.kind == "kronecker":  # streamed to --out: the features never sit in memory
         ds = S.kronecker_dataset(args.scale, args.edge_factor, seed=args.seed,
                                  features=args.features, num_labels=args.labels,
-                                 a=args.a, b=args.b, c=args.c)
+                                 classes=args.classes, a=args.a, b=args.b, c=args.c,
+                                 out=args.out, overwrite=args.overwrite)
     else:
-        ds = S.planted_dataset(nodes=args.nodes, classes=args.classes, features=args.features,
-                               degree=args.degree, p_in=args.p_in, noise=args.noise,
-                               multilabel=args.multilabel, num_labels=args.labels,
-                               seed=args.seed)
-    save_graphsaint(ds, args.out, overwrite=args.overwrite)
+        ds = S.planted_dataset(nodes=args.nodes, classes=args.classes or 8,
+                               features=args.features, degree=args.degree, p_in=args.p_in,
+                               noise=args.noise, multilabel=args.multilabel,
+                               num_labels=args.labels, seed=args.seed)
+        save_graphsaint(ds, args.out, overwrite=args.overwrite)
     print(f"wrote {args.out}: {ds.num_nodes:,} nodes, {ds.graph.num_edges // 2:,} edges",
           file=sys.stderr)
     return 0
@@ -117,7 +139,11 @@ def _convert(args) -> int:
     from scalegnn.data.graphsaint import save_graphsaint
     if args.to != "graphsaint":
         raise DataError(f"--to: unsupported format {args.to!r}; allowed: graphsaint")
-    ds = load_dataset(args.src, split=args.split, seed=args.seed, options=data_options(args))
+    from scalegnn.threads import release_freed_memory
+    release_freed_memory()
+    # mmap: a GraphSAINT source's feats.npy is copied block by block, never loaded whole
+    ds = load_dataset(args.src, split=args.split, seed=args.seed, mmap=True,
+                      options=data_options(args))
     save_graphsaint(ds, args.dst, overwrite=args.overwrite)
     print(f"wrote {args.dst}: {ds.num_nodes:,} nodes (from {ds.source})", file=sys.stderr)
     return 0
@@ -135,6 +161,8 @@ def add_parser(sub):
     info.add_argument("--split", type=int, default=0, help="which given split (default 0)")
     info.add_argument("--seed", type=int, default=0, help="seed for generators/splits")
     info.add_argument("--mmap", action="store_true", help="memory-map float32 features")
+    info.add_argument("--config", help="train config whose memory estimate to print "
+                                       "(default: the built-in one)")
     add_data_arguments(info)
     info.set_defaults(func=_info)
 
@@ -153,9 +181,11 @@ def add_parser(sub):
     g.add_argument("-a", type=float, default=0.57)
     g.add_argument("-b", type=float, default=0.19)
     g.add_argument("-c", type=float, default=0.19)
+    syn.add_argument("--classes", type=int, default=None,
+                     help="single-label classes (kronecker: instead of --labels multi-labels; "
+                          "planted: communities, default 8)")
     g = syn.add_argument_group("planted")
     g.add_argument("--nodes", type=int, default=12000)
-    g.add_argument("--classes", type=int, default=8)
     g.add_argument("--degree", type=float, default=12.0)
     g.add_argument("--p-in", type=float, default=0.7)
     g.add_argument("--noise", type=float, default=4.0)

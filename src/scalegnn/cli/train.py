@@ -46,6 +46,9 @@ def add_parser(sub):
                    help="report the test metric on this other graph (same features and "
                         "classes; its own test split if the data gives one, else all nodes; "
                         "loaded with the same data options)")
+    p.add_argument("--force", action="store_true",
+                   help="train even when the estimated peak memory exceeds the available "
+                        "memory (scalegnn data info prints the estimate)")
     add_run_arguments(p)
     from scalegnn.cli.data import add_data_arguments
     add_data_arguments(p)
@@ -161,6 +164,17 @@ def _recorded_data_choices(args, rec: dict, run_dir: Path) -> tuple[dict, str | 
     return dict(recorded), rec.get("test_data")
 
 
+def map_features(spec: RunSpec) -> bool:
+    """Memory-map the data's feats.npy (``params.mmap_features``; auto: when the file is over
+    a quarter of the available memory)."""
+    from scalegnn.data._common import available_memory
+    from scalegnn.data.graphsaint import feature_file_bytes
+    from scalegnn.mapped_features import should_map
+    setting = spec.config.params["mmap_features"]
+    size = feature_file_bytes(spec.data) if setting == "auto" and spec.data else None
+    return should_map(setting, size, available_memory() if size is not None else None)
+
+
 def run_train(args) -> int:
     from scalegnn.cli.data import features_line
     from scalegnn.data import load_dataset
@@ -171,7 +185,8 @@ def run_train(args) -> int:
     spec = resolve_run(args, "graphsaint")
     resolve_device(spec.device)  # before loading data or making a run directory
     set_threads(spec.threads)
-    dataset = load_dataset(spec.data, split=spec.split, seed=0, options=spec.data_options)
+    dataset = load_dataset(spec.data, split=spec.split, seed=0, options=spec.data_options,
+                           mmap=map_features(spec))
     note = features_line(dataset.meta)
     if note:  # said once per run, so nobody trains on structural features unknowingly
         print(f"scalegnn: {dataset.name}: {note}", file=sys.stderr)
@@ -193,7 +208,7 @@ def run_train(args) -> int:
         info["features"] = str(dataset.meta["features"])
     trainer = Trainer(source, spec.config, run_dir, seed=spec.seed, device=spec.device,
                       progress=not args.no_progress, resume=spec.resume,
-                      overwrite=spec.overwrite, run_info=info)
+                      overwrite=spec.overwrite, run_info=info, force=args.force)
     result = trainer.fit()
     print(format_summary(result, run_dir))
     sys.stdout.flush()

@@ -17,7 +17,8 @@ GENERATORS = ("synthetic", "planted", "kronecker")
 
 _PLANTED_KEYS = {"nodes": int, "classes": int, "features": int, "degree": float, "p_in": float,
                  "noise": float, "multilabel": lambda s: _bool(s), "labels": int, "seed": int}
-_KRON_KEYS = {"a": float, "b": float, "c": float, "features": int, "labels": int, "seed": int}
+_KRON_KEYS = {"a": float, "b": float, "c": float, "features": int, "labels": int, "classes": int,
+              "seed": int}
 
 
 def _bool(s: str) -> bool:
@@ -90,6 +91,9 @@ def detect_format(path) -> str:
                         f"{', '.join(GENERATORS)})")
     if p.is_file():
         suffix = p.suffix.lower()
+        if suffix == ".gz":  # a gzip'd edge list: the format is in the inner suffix
+            suffix = Path(p.stem).suffix.lower() if Path(p.stem).suffix.lower() in (
+                ".csv", ".tsv", ".edges", ".txt", ".ungraph", ".edgelist") else ".gz"
         if suffix == ".npz":
             return "npz"
         if suffix == ".mat":
@@ -125,7 +129,8 @@ def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
                                                  noise, multilabel (0/1), labels, seed
         kronecker:SCALE:EDGE_FACTOR[:key=value,...]
                                                  2^SCALE nodes, EDGE_FACTOR*2^SCALE edge draws;
-                                                 keys: a, b, c, features (50), labels (121), seed
+                                                 keys: a, b, c, features (50), labels (121),
+                                                 classes (single-label instead), seed
         PATH                                     a file or folder; format from its contents:
           folder with adj_full.npz               GraphSAINT   (scalegnn.data.graphsaint)
           folder with raw/edge.csv.gz            OGB          (scalegnn.data.ogb)
@@ -134,6 +139,7 @@ def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
           *edges*.csv (or folder with one)       edge-list CSV (scalegnn.data.csv)
           *.txt, *.edges, *.ungraph[.txt]        plain edge list, whitespace separated, # or %
                                                  comments (scalegnn.data.csv)
+          any edge list + .gz                    gzip'd, inflated while it is parsed
           *.yml / *.yaml                         a dataset spec: ``path`` plus loader options
                                                  (scalegnn.data.options)
 

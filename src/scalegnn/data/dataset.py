@@ -83,13 +83,9 @@ class Dataset:
     @property
     def train_graph(self) -> Graph:
         """Graph with only edges between training nodes (GraphSAINT's ``adj_train``)."""
-        if self._train_graph is None:
-            mask = np.zeros(self.num_nodes, dtype=bool)
-            mask[self.train_idx] = True
-            src, dst = self.graph.edge_index()
-            keep = mask[src] & mask[dst]
-            self._train_graph = Graph.from_edges(src[keep], dst[keep], self.num_nodes,
-                                                 symmetrize=False, remove_self_loops=False)
+        if self._train_graph is None:  # straight from the CSR: no edge-list copies
+            from scalegnn.data._build import restrict_to_nodes
+            self._train_graph = restrict_to_nodes(self.graph, self.train_idx)
         return self._train_graph
 
     @train_graph.setter
@@ -130,13 +126,15 @@ class Dataset:
                 raise DataError(f"{src}: the {name} split is empty")
             if idx.min() < 0 or idx.max() >= n:
                 raise DataError(f"{src}: {name} split has node id out of range [0, {n})")
-            if np.unique(idx).size != idx.size:
+            if np.bincount(idx).max() > 1:  # O(n); np.unique hashes, ~100x slower here
                 raise DataError(f"{src}: {name} split lists a node twice")
         names = list(splits)
-        for i in range(3):
-            for j in range(i + 1, 3):
-                if np.intersect1d(splits[names[i]], splits[names[j]]).size:
-                    raise DataError(f"{src}: {names[i]} and {names[j]} splits overlap")
+        owner = np.full(n, 3, np.int8)  # the first split holding each node (3: none)
+        for j, name in enumerate(names):
+            prev = owner[splits[name]]
+            if (prev < 3).any():  # the earliest split it overlaps, as pairs in order would say
+                raise DataError(f"{src}: {names[int(prev.min())]} and {name} splits overlap")
+            owner[splits[name]] = j
         return self
 
     def info(self) -> dict:

@@ -19,16 +19,19 @@ memory-mapped read-only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
 import numpy as np
 
 from scalegnn.data import _common as C
+from scalegnn.data._build import restricted_pieces
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
 from scalegnn.graph import Graph
-from scalegnn.io import atomic_folder, atomic_save_npy, atomic_save_npz, atomic_write_json
+from scalegnn.io import atomic_folder, atomic_write_json
+from scalegnn.mapped_features import MappedFeatures, block_rows
 
 FILES = ("adj_full.npz", "adj_train.npz", "role.json", "class_map.json", "feats.npy")
 
@@ -176,29 +179,197 @@ def save_graphsaint(ds: Dataset, folder, *, overwrite: bool = False) -> Path:
     """Write ``ds`` as a GraphSAINT folder, atomically (the folder appears complete or not at all).
 
     adj_*.npz are uncompressed scipy-compatible CSR files (float32 ones as values), loadable by
-    both :func:`load_graphsaint` and ``scipy.sparse.load_npz``.
+    both :func:`load_graphsaint` and ``scipy.sparse.load_npz``. Every file is streamed: feats.npy
+    in row blocks (from an in-memory, memory-mapped or CSR matrix, never a second dense copy),
+    the JSON files in slices of ids, so the writer adds only small buffers to ``ds``.
     """
+    with writing_folder(folder, overwrite) as tmp:
+        write_adj(tmp / "adj_full.npz", ds.graph)
+        if ds._train_graph is not None:
+            write_adj(tmp / "adj_train.npz", ds.train_graph)
+        else:  # the same entries, restricted while they are written (never held)
+            write_adj(tmp / "adj_train.npz", ds.graph, ds.train_idx)
+        write_roles(tmp / "role.json", ds.train_idx, ds.val_idx, ds.test_idx)
+        write_class_map(tmp / "class_map.json", ds.labels)
+        write_features(tmp / "feats.npy", ds.features)
+        write_meta(tmp, ds.name, ds.metric)
+    return Path(folder)
+
+
+@contextlib.contextmanager
+def writing_folder(folder, overwrite: bool = False):
+    """A temporary sibling folder to fill; it becomes ``folder`` on success (``io.atomic_folder``).
+    DataError when ``folder`` exists without ``overwrite`` or cannot be written."""
     folder = Path(folder)
     if folder.exists() and not overwrite:
         raise DataError(f"{folder}: already exists (pass overwrite to replace it)")
     try:
         with atomic_folder(folder, overwrite=True) as tmp:
-            _write_files(ds, tmp)
+            yield tmp
     except OSError as e:  # read-only or full disk, --out inside a file...
         raise DataError(f"{folder}: cannot write the dataset ({e.strerror or e})") from None
-    return folder
 
 
-def _write_files(ds: Dataset, tmp: Path) -> None:
-    n = ds.num_nodes
-    for fname, g in (("adj_full.npz", ds.graph), ("adj_train.npz", ds.train_graph)):
-        atomic_save_npz(tmp / fname, indices=g.indices, indptr=g.indptr,
-                        format=np.array(b"csr"), shape=np.array([n, n], dtype=np.int64),
-                        data=np.ones(g.num_edges, dtype=np.float32))
-    atomic_write_json(tmp / "role.json", {"tr": ds.train_idx.tolist(), "va": ds.val_idx.tolist(),
-                                          "te": ds.test_idx.tolist()}, sort_keys=False)
-    labels = ds.labels.astype(np.int64).tolist()
-    atomic_write_json(tmp / "class_map.json", {str(i): v for i, v in enumerate(labels)},
-                      sort_keys=False)
-    atomic_save_npy(tmp / "feats.npy", np.asarray(ds.features, dtype=np.float32))
-    atomic_write_json(tmp / "scalegnn.json", {"name": ds.name, "metric": ds.metric})
+def write_adj(path, graph, nodes=None) -> None:
+    """scipy ``save_npz`` layout of ``graph``'s pattern, or with ``nodes`` of its restriction to
+    them (``adj_train``: :func:`scalegnn.data._build.restricted_pieces`), streamed into the
+    archive: no (nnz,) array beyond ``graph`` itself is allocated (the all-ones ``data`` and a
+    restriction's ``indices`` are written in pieces)."""
+    n, step = graph.num_nodes, 1 << 22
+    if nodes is None:
+        indptr, nnz = graph.indptr, graph.num_edges
+        pieces = (graph.indices[s:s + step] for s in range(0, nnz, step))
+    else:
+        indptr, make = restricted_pieces(graph, nodes, entries=step)
+        nnz, pieces = int(indptr[-1]), make()
+    ones = np.ones(min(step, nnz), dtype=np.float32)
+    write_npz_streamed(path, [
+        ("indices", graph.indices.dtype, (nnz,), pieces),
+        ("indptr", indptr.dtype, indptr.shape, [indptr]),
+        ("format", np.dtype("S3"), (), [np.array(b"csr")]),
+        ("shape", np.dtype(np.int64), (2,), [np.array([n, graph.num_cols], dtype=np.int64)]),
+        ("data", np.dtype(np.float32), (nnz,),
+         (ones[:min(step, nnz - s)] for s in range(0, nnz, step))),
+    ])
+
+
+def write_npz_streamed(path, entries) -> None:
+    """An uncompressed .npz (what ``np.savez`` writes) of ``(name, dtype, shape, pieces)``
+    entries, each written from consecutive C-order ``pieces`` (an iterable of arrays)."""
+    import zipfile  # noqa: PLC0415
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, dtype, shape, pieces in entries:
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array_header_1_0(f, {
+                    "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                    "fortran_order": False, "shape": tuple(shape)})
+                count = 0
+                for piece in pieces:
+                    piece = np.ascontiguousarray(piece, dtype=dtype)
+                    f.write(memoryview(piece).cast("B") if piece.ndim else piece.tobytes())
+                    count += piece.size
+                if count != int(np.prod(shape, dtype=np.int64)):
+                    raise ValueError(f"write_npz_streamed: {name}: {count} values written, "
+                                     f"shape {tuple(shape)}")
+
+
+def _write_id_lists(f, arr, fmt, step: int = 1 << 16) -> None:
+    for s in range(0, arr.shape[0], step):
+        if s:
+            f.write(", ")
+        f.write(", ".join(map(fmt, arr[s:s + step].tolist())))
+
+
+def write_roles(path, tr, va, te) -> None:
+    """role.json, written in slices (``json.dumps`` of 10^8 ids would need gigabytes)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("{")
+        for i, (key, idx) in enumerate((("tr", tr), ("va", va), ("te", te))):
+            f.write(f'{", " if i else ""}"{key}": [')
+            _write_id_lists(f, np.asarray(idx, dtype=np.int64), str)
+            f.write("]")
+        f.write("}\n")
+
+
+def write_class_map(path, labels, step: int = 1 << 16) -> None:
+    """class_map.json ``{"<id>": class | [0/1, ...]}`` in node order, written in slices."""
+    labels = np.asarray(labels)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("{")
+        for s in range(0, labels.shape[0], step):
+            rows = labels[s:s + step].astype(np.int64).tolist()
+            if labels.ndim == 2:
+                rows = ["[" + ", ".join(map(str, r)) + "]" for r in rows]
+            f.write((", " if s else "") + ", ".join(
+                f'"{i}": {v}' for i, v in enumerate(rows, start=s)))
+        f.write("}\n")
+
+
+def feature_rows(x, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of a feature matrix (array, memmap, SparseFeatures, MappedFeatures)
+    as dense float32, with its standardization applied."""
+    from scalegnn.features import SparseFeatures  # noqa: PLC0415
+    if isinstance(x, SparseFeatures):
+        return x[start:stop].to_dense()
+    return np.asarray(x[start:stop], dtype=np.float32)
+
+
+def write_features(path, x) -> None:
+    """(n, F) float32 feats.npy from ``x`` in row blocks of about 64 MiB: never a whole dense
+    copy in memory. A memory-mapped source file is read with plain file reads (pages read
+    through the mapping would count in this process's resident set)."""
+    n, f = x.shape
+    step = block_rows(f)
+    raw = x.x if isinstance(x, MappedFeatures) else x
+    source = _whole_npy_file(raw)
+    if source is None:
+        blocks = (feature_rows(x, s, s + step) for s in range(0, n, step))
+    elif isinstance(x, MappedFeatures):
+        blocks = (x.transform(b) for _, b in read_npy_blocks(source, step))
+    else:
+        blocks = (b for _, b in read_npy_blocks(source, step))
+    write_npy_blocks(path, (n, f), blocks)
+
+
+def _whole_npy_file(x):
+    """The .npy file ``x`` maps whole (a float32 C-order memmap of all of it), else None."""
+    name = getattr(x, "filename", None) if isinstance(x, np.memmap) else None
+    if name is None or x.dtype != np.float32 or not x.flags.c_contiguous:
+        return None
+    try:
+        m = np.load(name, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError):
+        return None
+    whole = isinstance(m, np.memmap) and m.shape == x.shape and m.offset == x.offset \
+        and m.dtype == x.dtype
+    return name if whole else None
+
+
+def write_npy_blocks(path, shape: tuple[int, int], blocks) -> None:
+    """A float32 .npy of ``shape`` from consecutive row ``blocks``, written with plain file
+    writes (a memmap would count every written page in this process's resident set)."""
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(
+            np.dtype(np.float32)), "fortran_order": False, "shape": tuple(shape)})
+        rows = 0
+        for block in blocks:
+            np.ascontiguousarray(block, dtype=np.float32).tofile(f)
+            rows += block.shape[0]
+    if rows != shape[0]:
+        raise ValueError(f"write_npy_blocks: {rows} rows written, {shape[0]} expected")
+
+
+def read_npy_blocks(path, step: int, buf=None):
+    """``(start, rows)`` of a float32 C-order 2-D .npy, read into one reused buffer of ``step``
+    rows (``buf`` when given) with plain file reads (nothing mapped, nothing resident beyond
+    the buffer)."""
+    m = np.load(path, mmap_mode="r", allow_pickle=False)  # header only: no page is read
+    if not isinstance(m, np.memmap) or m.dtype != np.float32 or m.ndim != 2 \
+            or not m.flags.c_contiguous:
+        raise DataError(f"{path}: expected a C-order 2-D float32 .npy")
+    (n, width), offset = m.shape, m.offset
+    del m
+    with open(path, "rb") as f:
+        f.seek(offset)
+        if buf is None or buf.shape[0] < min(step, n) or buf.shape[1] != width:
+            buf = np.empty((min(step, n), width), dtype=np.float32)
+        for s in range(0, n, step):
+            b = buf[:min(step, n - s)]
+            if f.readinto(memoryview(b).cast("B")) != b.nbytes:
+                raise DataError(f"{path}: truncated .npy")
+            yield s, b
+
+
+def write_meta(folder, name: str, metric: str) -> None:
+    atomic_write_json(Path(folder) / "scalegnn.json", {"name": name, "metric": metric})
+
+
+def feature_file_bytes(path) -> int | None:
+    """Bytes of a GraphSAINT folder's feats.npy from its header (nothing read), else None."""
+    if not is_graphsaint_folder(path) or not (Path(path) / "feats.npy").is_file():
+        return None
+    try:
+        x = np.load(Path(path) / "feats.npy", mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError):
+        return None
+    return int(x.nbytes) if isinstance(x, np.ndarray) else None

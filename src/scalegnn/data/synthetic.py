@@ -8,7 +8,13 @@ chunks by a counter-based numba kernel (:mod:`scalegnn.data._rmat`) and streamed
 CSR (:func:`scalegnn.data._build.csr_from_edge_chunks`), so the edge list is never held whole.
 The benchmark dataset adds ``features`` Gaussian columns and ``num_labels`` multi-labels
 (PPI-like: 50 features, 121 labels, 66/12/22 split); label j of node v is
-``[(Â X W)_{vj} > 0.5 σ_j]`` for a seeded Gaussian W, so labels are learnable and use the graph.
+``[(Â X W)_{vj} > 0.5 σ_j]`` for a seeded Gaussian W, so labels are learnable and use the graph
+(``Â = D⁻¹A``, each row's mean summed in float64). With ``classes=C`` the task is single-label:
+the class of v is the quantile bucket of ``h_v = (Â X w)_v`` for one seeded Gaussian w (C
+balanced classes: rank buckets, ties such as isolated nodes' h = 0 broken by node id; the
+journal's scaling runs use C = 2). With ``out=DIR`` the dataset is written straight to a
+GraphSAINT folder, features in row blocks with plain file writes, so memory holds the CSR and
+(n, labels) matrices but never the (n, F) features.
 
 **Planted partition** (:func:`planted_dataset`): community y_v uniform over ``classes``;
 ``degree * n / 2`` edge draws, each from a uniform node u to a node of u's community with
@@ -25,14 +31,17 @@ margin. Multi-label: each community has a random 0/1 prototype over ``num_labels
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
 from scalegnn.data import _build, _rmat
 from scalegnn.data import _common as C
+from scalegnn.data import graphsaint as G
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
 from scalegnn.graph import Graph
+from scalegnn.mapped_features import BLOCK_BYTES, block_rows
 
 KRONECKER_DEFAULTS = dict(a=0.57, b=0.19, c=0.19, features=50, num_labels=121,
                           split=(0.66, 0.12, 0.22))
@@ -106,10 +115,22 @@ def kronecker_graph(scale: int, edge_factor: int = 16, *, a: float = 0.57, b: fl
 
 
 def kronecker_dataset(scale: int, edge_factor: int = 16, *, seed: int = 0,
-                      features: int = 50, num_labels: int = 121, split=(0.66, 0.12, 0.22),
-                      a: float = 0.57, b: float = 0.19, c: float = 0.19,
-                      spec: str | None = None) -> Dataset:
-    """R-MAT graph plus Gaussian features, graph-dependent multi-labels and a seeded split.
+                      features: int = 50, num_labels: int = 121, classes: int | None = None,
+                      split=(0.66, 0.12, 0.22), a: float = 0.57, b: float = 0.19,
+                      c: float = 0.19, spec: str | None = None, out=None,
+                      overwrite: bool = False) -> Dataset:
+    """R-MAT graph plus Gaussian features, graph-dependent labels and a seeded split.
+
+    Labels: ``num_labels`` multi-labels ``[(Â X W)_{vj} > 0.5 σ_j]`` (module docstring), or with
+    ``classes=C`` one class per node, the quantile bucket of ``h = Â X w`` (one seeded Gaussian
+    ``w``): C balanced classes that need the graph.
+
+    ``out``: write a GraphSAINT folder there instead of holding the features in memory — the
+    CSR, then feats.npy filled in row blocks of about 32 MiB, then the labels from ``X w``
+    computed block by block (an (n, labels) matrix) and the CSR; the folder appears
+    atomically. The returned Dataset's ``features`` is a read-only memmap of ``out/feats.npy``
+    (what ``load_dataset(out, mmap=True)`` gives), all other arrays equal the in-memory
+    result's for the same arguments.
 
     Refused with a DataError naming ``spec`` (default ``kronecker:SCALE:EF``) before anything
     is allocated when :func:`kronecker_bytes` exceeds the available memory.
@@ -118,22 +139,80 @@ def kronecker_dataset(scale: int, edge_factor: int = 16, *, seed: int = 0,
     _check(edge_factor >= 1, f"kronecker: edge_factor must be >= 1, got {edge_factor}")
     _check(features >= 1, f"kronecker: features must be >= 1, got {features}")
     _check(num_labels >= 1, f"kronecker: labels must be >= 1, got {num_labels}")
+    _check(classes is None or classes >= 2, f"kronecker: classes must be >= 2, got {classes}")
+    if out is not None and Path(out).exists() and not overwrite:  # before any work
+        raise DataError(f"{out}: already exists (pass overwrite to replace it)")
+    width = num_labels if classes is None else 1
     C.require_memory(spec or f"kronecker:{scale}:{edge_factor}",
-                     kronecker_bytes(scale, edge_factor, features, num_labels))
+                     kronecker_bytes(scale, edge_factor, 0 if out is not None else features,
+                                     width))
     graph = kronecker_graph(scale, edge_factor, a=a, b=b, c=c, seed=seed)
     n = graph.num_nodes
-    rng = np.random.default_rng([seed, 2])
-    x = rng.standard_normal((n, features), dtype=np.float32)
-    w = rng.standard_normal((features, num_labels), dtype=np.float32)
-    h = graph.row_normalized().to_scipy() @ (x @ w)
-    thr = 0.5 * h.std(axis=0, keepdims=True)
-    labels = (h > thr).astype(np.float32)
     tr, va, te = C.seeded_split(n, seed, split)
-    ds = Dataset(graph, x, labels, tr, va, te, name=f"kronecker-{scale}-{edge_factor}",
-                 source=f"kronecker:{scale}:{edge_factor}", metric="f1_micro",
-                 meta={"format": "synthetic", "generator": "kronecker", "seed": seed,
-                       "initiator": [a, b, c, 1 - a - b - c]})
-    return C.finish(ds)
+    name = f"kronecker-{scale}-{edge_factor}" + ("" if classes is None else f"-c{classes}")
+    metric = "f1_micro" if classes is None else "accuracy"
+    meta = {"format": "synthetic", "generator": "kronecker", "seed": seed,
+            "initiator": [a, b, c, 1 - a - b - c]}
+    if out is None:
+        x = np.empty((n, features), dtype=np.float32)
+        labels = _kronecker_features_labels(graph, seed, features, width, classes, x=x)
+        ds = Dataset(graph, x, labels, tr, va, te, name=name,
+                     source=f"kronecker:{scale}:{edge_factor}", metric=metric, meta=meta)
+        return C.finish(ds)
+    with G.writing_folder(out, overwrite) as tmp:
+        G.write_adj(tmp / "adj_full.npz", graph)
+        G.write_adj(tmp / "adj_train.npz", graph, tr)
+        G.write_roles(tmp / "role.json", tr, va, te)
+        labels = _kronecker_features_labels(graph, seed, features, width, classes,
+                                            path=tmp / "feats.npy")
+        G.write_class_map(tmp / "class_map.json", labels)
+        G.write_meta(tmp, name, metric)
+    # validated with a zero-stride stand-in: the features are ours and finite, and reading
+    # them through the mapping would pull the whole file into this process's resident set
+    ds = Dataset(graph, np.broadcast_to(np.float32(0), (n, features)), labels, tr, va, te,
+                 name=name, source=str(out), metric=metric, meta={**meta, "folder": str(out)})
+    C.finish(ds)
+    ds.features = C.load_npy(Path(out) / "feats.npy", "features", mmap=True)
+    return ds
+
+
+def _kronecker_features_labels(graph: Graph, seed: int, features: int, width: int,
+                               classes: int | None, x=None, path=None) -> np.ndarray:
+    """Seeded Gaussian features into the array ``x`` or the .npy file ``path``, and the labels
+    (module docstring). Everything runs in row blocks of about 32 MiB: the normals are drawn
+    block by block (the same stream as one (n, F) draw), then ``X W`` is computed from the
+    same blocks read back (from ``x``, or from the file with plain reads), so only (n, width)
+    matrices and one block are held in memory."""
+    n, f = graph.num_nodes, features
+    rng = np.random.default_rng([seed, 2])
+    step = block_rows(f, target=BLOCK_BYTES // 2)  # the peak is CSR + this block + labels work
+    if x is not None:
+        for s in range(0, n, step):
+            rng.standard_normal(out=x[s:s + step], dtype=np.float32)
+        blocks = ((s, x[s:s + step]) for s in range(0, n, step))
+    else:
+        buf = np.empty((min(step, n), f), dtype=np.float32)
+
+        def drawn():
+            for s in range(0, n, step):
+                yield rng.standard_normal(out=buf[:min(step, n - s)], dtype=np.float32)
+
+        G.write_npy_blocks(path, (n, f), drawn())
+        blocks = G.read_npy_blocks(path, step, buf)
+    w = rng.standard_normal((f, width), dtype=np.float32)
+    xw = np.empty((n, width), dtype=np.float32)
+    for s, block in blocks:
+        np.matmul(block, w, out=xw[s:s + block.shape[0]])
+    h = np.empty_like(xw)
+    _build.neighbour_mean(graph.indptr, graph.indices, xw, h)
+    del xw
+    if classes is None:
+        return (h > 0.5 * h.std(axis=0, keepdims=True)).astype(np.float32)
+    # rank buckets, ties (isolated nodes: h = 0) broken by node id, so classes are balanced
+    order = np.argsort(h[:, 0], kind="stable")
+    labels = np.empty(n, dtype=np.int64)
+    labels[order] = np.arange(n, dtype=np.int64) * classes // max(n, 1)
+    return labels
 
 
 def planted_edges(y: np.ndarray, degree: float, p_in: float, rng) -> tuple[np.ndarray, np.ndarray]:

@@ -29,7 +29,9 @@ def prepared_dataset(dataset, config):
     """The dataset as every single-process mode trains on it: features in the representation
     ``params.feature_format`` picks (CSR or dense, :func:`scalegnn.features.choose_representation`)
     and standardized by the training nodes' statistics when ``params.standardize``
-    (GraphSAINT's preprocessing; folded into the first layer for CSR, never densified)."""
+    (GraphSAINT's preprocessing; folded into the first layer for CSR, never densified; applied
+    on read for memory-mapped features, :class:`~scalegnn.mapped_features.MappedFeatures`, so
+    no (n x F) copy is made)."""
     x = choose_representation(dataset.features, config.params["feature_format"])
     if x is not dataset.features:
         dataset = dataclasses.replace(dataset, features=x)

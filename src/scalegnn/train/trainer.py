@@ -8,6 +8,9 @@ state, report test metrics for it at the end, and write the run directory. Each 
 learning rate comes from ``params.lr_schedule`` (:class:`~scalegnn.train.optim.LRSchedule`);
 training stops early once ``params.patience`` validation passes in a row bring no better
 validation metric, and ``summary.json`` says why it stopped (``stopped``, ``epochs_run``).
+With ``params.flush_denormal`` (default) the process computes with denormal floats flushed
+to 0 from the trainer's construction until ``fit`` returns (``torch.set_flush_denormal``; torch
+has no getter, so the end restores torch's default, off).
 
 Exact resume: ``last.pt`` (:mod:`scalegnn.train.checkpoint`) holds the model, the optimizer,
 every rank's random-generator state, the batch stream's position, the learning-rate
@@ -82,6 +85,21 @@ def build_run_model(mode: Mode, config: Config) -> torch.nn.Module:
         **{k: net[k] for k in MODEL_OPTIONS if k in net})
 
 
+def guard_memory(source, config: Config, force: bool = False) -> None:
+    """Refuse (DataError, one line) a GraphSAINT-mode run whose estimated peak memory
+    (:func:`scalegnn.memory.estimate_training_memory`) exceeds the available memory, unless
+    ``force``. Other modes (shaDow, distributed ranks) have their own memory shapes: unchecked."""
+    from scalegnn.train.modes import GraphSAINTMode  # noqa: PLC0415
+    if isinstance(source, GraphSAINTMode):
+        dataset = source.dataset
+    elif isinstance(source, Mode) or "shadow" in config.sections:
+        return
+    else:
+        dataset = source
+    from scalegnn.memory import check_training_memory  # noqa: PLC0415
+    check_training_memory(dataset, config, force=force)
+
+
 class Trainer:
     """Train a GNN on ``source`` (a Dataset: GraphSAINT mode, or a :class:`Mode`) with
     ``config`` (None: the built-in default, :meth:`Config.builtin`); write the run directory
@@ -93,15 +111,21 @@ class Trainer:
     ``resume``: continue the run in ``out_dir`` from its ``last.pt`` (a run that died before its
     first checkpoint starts over); ``overwrite``: replace the run in ``out_dir``.
     ``run_info``: extra fields for run.json (the CLI records the data spec, split and threads).
+    ``force``: train even when :func:`guard_memory` estimates more memory than is available.
     """
 
     def __init__(self, source, config: Config | None = None, out_dir=None, *, seed: int = 0,
                  device=None, progress: bool = True, resume: bool = False,
-                 overwrite: bool = False, run_info: dict | None = None):
+                 overwrite: bool = False, run_info: dict | None = None,
+                 force: bool = False):
         self.config = (config or Config.builtin()).validate()
         self.device = resolve_device(device)
         keep_freed_memory()  # activations are reused buffers, not fresh pages, every step
+        # process-wide, like the malloc settings: Adam's second moments of tiny gradients are
+        # denormal, and x86 computes on denormals ~100x slower (GPUs flush them by default)
+        torch.set_flush_denormal(bool(self.config.params["flush_denormal"]))
         self.seed = int(seed)
+        guard_memory(source, self.config, force)  # before the mode copies or samples anything
         self.mode = source if isinstance(source, Mode) else \
             mode_for(source, self.config, seed=self.seed)
         self.config.validate_for_mode(self.mode.name)
@@ -205,6 +229,8 @@ class Trainer:
         try:
             return self._fit()
         finally:
+            if self.config.params["flush_denormal"]:
+                torch.set_flush_denormal(False)  # the caller's numerics are theirs again
             self.mode.close()
             if self.run is not None:
                 self.run.close()
