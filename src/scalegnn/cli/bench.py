@@ -13,6 +13,7 @@ BENCHMARKS = {
     "epoch": "end-to-end epoch time (sampling + training, no evaluation)",
     "eval": "full-graph layer-wise evaluation time and peak memory",
     "extract": "shaDow extractors: targets/s at 1 and 2 threads, subgraph sizes, PPR precompute time",
+    "scale": "per-iteration time, sampling share and peak RSS on Kronecker graphs of growing size",
 }
 
 

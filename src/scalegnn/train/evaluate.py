@@ -1,10 +1,36 @@
-"""Full-graph inference, layer by layer in row blocks (never a dense adjacency).
+"""Full-graph inference in row blocks (never a dense adjacency), on one of two paths.
 
-Memory: the features (CSR ones stay CSR: the first layer multiplies them sparse x dense),
-the CSR with one float per edge, the current layer's input and output,
-plus at most one propagated matrix per hop of order >= 2. Each layer's output is computed for
-blocks of ``batch_rows`` rows: ``out[R] = combine(X[R] W_0, Â[R,:] (X W_1 or X) ...)``, so the
-per-hop intermediate terms exist only for one block at a time.
+**Layer-wise** (``path="layerwise"``, what ``auto`` picks when it fits the memory budget):
+layer by layer, each layer's whole output held. Memory: the features (CSR ones stay CSR: the
+first layer multiplies them sparse x dense), the CSR with one float per edge, the current
+layer's input and output, plus at most one propagated matrix per hop of order >= 2. Each
+layer's output is computed for blocks of ``batch_rows`` rows:
+``out[R] = combine(X[R] W_0, Â[R,:] (X W_1 or X) ...)``, so the per-hop intermediate terms exist
+only for one block at a time.
+
+**Neighbourhood** (``path="neighbourhood"``, what ``auto`` picks when the widest activation
+does not fit: at 2^24 nodes one 1024-wide fp32 activation is 64 GiB): no activation wider than
+the graph layers' narrow propagated inputs is ever held whole. A graph layer whose input ``H``
+is held keeps only its bases ``B_o = Â^o H`` (or ``Â^o H W_o`` when that is narrower), so its
+output rows are a row-wise function ``out[U] = combine(H[U] W_0, B_1[U] (W_1), ...)`` and are
+computed on demand; dense (order-0) layers compose row-wise. The last graph layer (order 1) runs
+per row block ``R`` of the final output::
+
+    U = {u : Â[R, u] != 0}                  (from the CSR rows of R)
+    out[R] = combine(H[R] W_0, (Â[R, U] H[U]) W_1)
+
+with ``H[R]`` and ``H[U]`` recomputed on demand from the held bases, then the remaining dense
+layers, the L2 normalize and the classifier for ``R``. For a 2-layer model ``1-1`` this holds
+X and ÂX (input width each) and recomputes H1 rows per block; rows of the ``cache_bytes``
+worth of highest-degree nodes, which fall in most blocks, are computed once and read in place
+(:mod:`scalegnn.train.neighbourhood`), so the recomputation is about the edge ends that miss
+the cache. Blocks are cut so that ``nnz(Â[R, :])`` keeps the recomputed rows and their
+temporaries near ``block_bytes``.
+A layer that needs a lazy input held whole (a graph layer before the last, or a last one of
+order >= 2) holds it if it fits the budget, else the call raises a DataError naming the layer.
+
+Both paths give the same logits up to float rounding (GEMMs on different row sets, and
+``(Â H) W`` instead of ``Â (H W)``, the cached and recomputed parts summed separately).
 """
 
 from __future__ import annotations
@@ -21,6 +47,11 @@ from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops import SparseAdj, spmm
 
 DEFAULT_BATCH_ROWS = 65536
+PATHS = ("auto", "layerwise", "neighbourhood")
+BUDGET_FRACTION = 0.7          # of the available memory, for what the evaluation itself holds
+BLOCK_BYTES = 1 << 30          # neighbourhood path: ~bytes of one block's recomputed rows
+CACHE_BYTES = 2 << 30          # neighbourhood path: rows of the highest-degree nodes kept
+                               # (at most half the memory budget left once the bases exist)
 
 
 def row_block(adj: SparseAdj, start: int, stop: int) -> SparseAdj:
@@ -31,9 +62,14 @@ def row_block(adj: SparseAdj, start: int, stop: int) -> SparseAdj:
 
 def as_tensor(features) -> torch.Tensor | SparseFeatures:
     """Zero-copy tensor over a numpy array or read-only memmap (never written to); CSR
-    features are the model's input as they are."""
+    features are the model's input as they are. Standardized memory-mapped features
+    (:class:`~scalegnn.mapped_features.MappedFeatures`) are read into RAM in blocks (the
+    propagation ``Â X`` needs random rows of ``X_eff``); unstandardized ones stay mapped."""
     if isinstance(features, SparseFeatures):
         return features
+    raw = getattr(features, "x", None)
+    if raw is not None and getattr(features, "mean", 0) is None:
+        features = raw   # MappedFeatures without standardization: the mapped matrix itself
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # read-only memmap: we only read it
         return torch.from_numpy(np.asarray(features))
@@ -65,15 +101,42 @@ def _dense_full(fn, h: torch.Tensor, batch_rows: int) -> torch.Tensor:
     return torch.cat([fn(h[s:s + batch_rows]) for s in range(0, h.shape[0], batch_rows)])
 
 
+def layerwise_bytes(model, num_nodes: int) -> int:
+    """Bytes the layer-wise path holds beyond the graph and features: the largest over layers
+    of ``N x (input + output + per-hop bases) x 4`` (float32)."""
+    worst = 0
+    for i, layer in enumerate(model.layers):
+        inp = 0 if i == 0 else layer.in_dim   # layer 0 reads the features, already resident
+        hops = layer.order * min(layer.in_dim, layer.out_dim)
+        worst = max(worst, inp + layer.output_dim + hops)
+    return 4 * num_nodes * worst
+
+
+def memory_budget() -> int | None:
+    """:data:`BUDGET_FRACTION` of the available memory (None: unknown, anything fits)."""
+    from scalegnn.data._common import available_memory
+    avail = available_memory()
+    return None if avail is None else int(BUDGET_FRACTION * avail)
+
+
 @torch.no_grad()
 def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_BATCH_ROWS,
-                      adj: SparseAdj | None = None, embeddings: bool = False) -> torch.Tensor:
+                      adj: SparseAdj | None = None, embeddings: bool = False, *,
+                      path: str = "auto", budget: int | None = None,
+                      block_bytes: int = BLOCK_BYTES, cache_bytes: int = CACHE_BYTES,
+                      stats: dict | None = None) -> torch.Tensor:
     """Logits of every node of ``graph`` (row-normalized adjacency ``D⁻¹A``, GraphSAINT's
-    evaluation operator), computed layer by layer in blocks of ``batch_rows`` rows;
+    evaluation operator), computed in row blocks on the path of the module docstring;
     ``embeddings``: the classifier's input instead, ``model.embed`` (L2-normalized rows).
 
-    Models whose layers are not all :class:`SAINTLayer` (the other families of ``nn/``) run
-    ``model(features, adj)`` on the whole graph instead (no row blocking)."""
+    ``path``: ``auto`` (layer-wise when :func:`layerwise_bytes` <= ``budget``, default
+    :func:`memory_budget`), ``layerwise`` or ``neighbourhood``. Models whose layers are not all
+    :class:`SAINTLayer` (the other families of ``nn/``) run ``model(features, adj)`` on the whole
+    graph instead (no row blocking). ``stats`` (a dict) receives the path taken and, on the
+    neighbourhood path, its progress, block count, rows recomputed and edge ends read from
+    the cache."""
+    if path not in PATHS:
+        raise ValueError(f"full_graph_logits: path must be one of {PATHS}, got {path!r}")
     was_training = model.training
     model.eval()
     try:
@@ -83,6 +146,17 @@ def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_B
         if not all(isinstance(layer, SAINTLayer) for layer in model.layers):
             # other families (GCN, GAT, MixHop, JK, GIN): one whole-graph forward pass
             return model.embed(h, adj) if embeddings else model(h, adj)
+        budget = memory_budget() if budget is None else budget
+        if path == "auto":
+            fits = budget is None or layerwise_bytes(model, adj.num_rows) <= budget
+            path = "layerwise" if fits else "neighbourhood"
+        if path == "neighbourhood":
+            from scalegnn.train.neighbourhood import neighbourhood_logits
+            return neighbourhood_logits(model, adj, h, embeddings, batch_rows=batch_rows,
+                                        budget=budget, block_bytes=block_bytes,
+                                        cache_bytes=cache_bytes, stats=stats)
+        if stats is not None:
+            stats["path"] = "layerwise"
         for layer in model.layers:
             if layer.order == 0:
                 h = _dense_full(layer, h, batch_rows)

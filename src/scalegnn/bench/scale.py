@@ -1,0 +1,333 @@
+"""``scalegnn bench scale``: per-iteration time and peak memory as the graph grows.
+
+The journal's scaling experiment (Zeng et al., JPDC 2021, Fig. 5): with graph sampling the cost
+of one training iteration stops growing with the graph. Per scale ``s`` in ``--scales``:
+
+* data: a GraphSAINT folder written by the project's streaming generator,
+  ``kronecker_dataset(s, 16, features=50, classes=2, out=DIR)`` (2^s nodes, 16 edge draws per
+  node, symmetrized; Gaussian features in a memory-mapped feats.npy; 2 balanced classes). It is
+  generated in its own subprocess (its memory peak is not the training's) under ``--data-dir``
+  and reused by later runs (2^24 takes minutes); without ``--data-dir`` a temporary folder is
+  used and deleted.
+* model and sampler (the journal's setting, "2-layer GNN with hidden dimension 512"): GraphSAINT
+  arch ``1-1``, dim 512, ``aggr: concat``, ``bias: norm``, ReLU, softmax loss — layer widths
+  50 -> 1024 -> 1024 -> 2 (each order-1 layer concatenates its self and neighbour halves);
+  frontier sampler ``mrw`` with ``size_subgraph`` 8000, ``size_frontier`` 1000. Training is
+  transductive (the sampler walks the whole graph: no second, training-only CSR) without
+  GraphSAINT's normalization pre-sampling (coverage 50 would pre-sample 50·N/8000 subgraphs,
+  100k at 2^24, before the first step) and without feature standardization (the features
+  are already standard normal; standardizing would copy them into RAM).
+* measurement, in a fresh interpreter per scale (so peaks do not carry over), with
+  ``OMP_WAIT_POLICY=passive`` like ``bench epoch``: the trainer's own GraphSAINT loader and
+  pool feed ``Trainer.train_step``; ``--warmup`` iterations, then ``--iterations`` timed ones::
+
+      iteration = wait (next batch from the loader: the trainer waiting on the pool)
+                  + step (Trainer.train_step: forward, loss, backward, clip, Adam)
+
+  reported as median and p90; ``sampling_share`` = Σwait / Σiteration. The sampler's own time
+  per subgraph (``sampler_s_per_subgraph``: wall seconds of the pool's sampler calls over the
+  subgraphs they made, on ``--threads`` threads) shows the background work the pool hides.
+* memory: ``peak_rss`` = ``ru_maxrss`` of the process after training (before ``--eval``;
+  ``load_peak_rss``: the same right after loading the folder, before the trainer exists);
+  ``baseline_rss`` = ``ru_maxrss`` right after the imports (Python + torch + numba, ~300 MiB,
+  no data). ``sum_bytes`` = CSR (indptr + indices) + features (N·F·4, the memmap's pages
+  count in RSS once touched) + model (parameters, gradients and Adam's two moments: 4x the
+  parameter bytes) + pool (``pool_depth`` queued batches plus the producer's chunk in hand plus
+  the one in use, at the mean measured batch size). Both ``rss_ratio`` (peak / sum) and
+  ``rss_ratio_above_baseline`` ((peak - baseline) / sum) are reported; the target (issue 15)
+  is <= 1.3.
+* ``--eval`` (or ``--eval-scales``): one full-graph evaluation
+  (:func:`scalegnn.train.evaluate.full_graph_logits`, path ``auto``: layer-wise when the widest
+  activation fits the memory budget, else the neighbourhood path) with its seconds, path and
+  the process's peak RSS after it.
+
+One JSON line per scale (load average at its start and end), then a summary line with
+``iteration_ratio`` = median iteration at the largest scale / at the smallest (target <= 1.25).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from scalegnn.errors import ConfigError
+
+TARGET_ITERATION_RATIO = 1.25
+TARGET_RSS_RATIO = 1.3
+
+
+def add_arguments(p):
+    p.add_argument("--scales", default="20,21,22,23,24",
+                   help="comma-separated Kronecker scales: 2^s nodes (default 20,21,22,23,24)")
+    p.add_argument("--iterations", type=int, default=20, help="timed iterations per scale (20)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed iterations first (3)")
+    p.add_argument("--threads", type=int, default=2, help="torch, numba and sampler threads (2)")
+    p.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="keep the generated folders here and reuse them (default: a temporary "
+                        "folder, deleted afterwards)")
+    p.add_argument("--eval", action="store_true",
+                   help="one full-graph evaluation per scale (time, path, peak RSS)")
+    p.add_argument("--eval-scales", default=None, metavar="S,S",
+                   help="evaluate only at these scales (implies --eval)")
+    p.add_argument("--eval-path", default="auto", choices=["auto", "layerwise", "neighbourhood"],
+                   help="full-graph evaluation path (default auto: layer-wise when it fits)")
+    p.add_argument("--edge-factor", type=int, default=16)
+    p.add_argument("--features", type=int, default=50)
+    p.add_argument("--classes", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--arch", default="1-1")
+    p.add_argument("--aggr", default="concat", choices=["concat", "mean"])
+    p.add_argument("--size-subgraph", type=int, default=8000)
+    p.add_argument("--size-frontier", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _int_list(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(t) for t in str(text).split(",") if t.strip()]
+    except ValueError:
+        raise ConfigError(f"{flag}: expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise ConfigError(f"{flag}: expected at least one scale, got {text!r}")
+    return values
+
+
+def _check(args) -> tuple[list[int], set[int]]:
+    scales = _int_list(args.scales, "--scales")
+    for s in scales:
+        if not 4 <= s <= 30:
+            raise ConfigError(f"--scales: each scale must be in 4..30, got {s}")
+    for flag, v, lo in (("--iterations", args.iterations, 1), ("--warmup", args.warmup, 0),
+                        ("--threads", args.threads, 1), ("--hidden", args.hidden, 1),
+                        ("--features", args.features, 1), ("--classes", args.classes, 2),
+                        ("--edge-factor", args.edge_factor, 1),
+                        ("--size-subgraph", args.size_subgraph, 1),
+                        ("--size-frontier", args.size_frontier, 1)):
+        if v < lo:
+            raise ConfigError(f"{flag}: must be >= {lo}, got {v}")
+    if args.eval_scales is not None:
+        evals = set(_int_list(args.eval_scales, "--eval-scales"))
+    else:
+        evals = set(scales) if args.eval else set()
+    return scales, evals
+
+
+def folder_name(args, scale: int) -> str:
+    return (f"kronecker-{scale}-{args.edge_factor}-f{args.features}-c{args.classes}"
+            f"-s{args.seed}")
+
+
+def _python(code: str, payload: dict, env=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code, json.dumps(payload)], env=env,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def _generate(args, scale: int, folder: Path) -> float:
+    """Write the scale's folder in a subprocess (seconds); nothing when it exists."""
+    if folder.exists():
+        return 0.0
+    code = ("import json, sys; from scalegnn.data.synthetic import kronecker_dataset; "
+            "a = json.loads(sys.argv[1]); "
+            "kronecker_dataset(a['scale'], a['ef'], features=a['features'], "
+            "classes=a['classes'], seed=a['seed'], out=a['out'])")
+    t0 = time.perf_counter()
+    proc = _python(code, {"scale": scale, "ef": args.edge_factor, "features": args.features,
+                          "classes": args.classes, "seed": args.seed, "out": str(folder)})
+    proc.communicate()
+    if proc.returncode != 0:
+        raise ConfigError(f"--scales: generating {folder} failed (exit {proc.returncode})")
+    return time.perf_counter() - t0
+
+
+def run(args) -> int:
+    scales, evals = _check(args)
+    tmp = None
+    root = Path(args.data_dir) if args.data_dir else None
+    if root is None:
+        tmp = Path(tempfile.mkdtemp(prefix="scalegnn-bench-scale-"))
+        root = tmp
+    root.mkdir(parents=True, exist_ok=True)
+    records = []
+    try:
+        for s in scales:
+            folder = root / folder_name(args, s)
+            gen_s = _generate(args, s, folder)
+            payload = {k: v for k, v in vars(args).items() if not callable(v)}
+            payload.update(scale=s, folder=str(folder), do_eval=s in evals, generate_s=gen_s)
+            code = ("import json, sys; from scalegnn.bench.scale import measure; "
+                    "print(json.dumps(measure(json.loads(sys.argv[1]))), flush=True)")
+            env = dict(os.environ, OMP_WAIT_POLICY="passive")
+            proc = _python(code, payload, env)
+            out, _ = proc.communicate()
+            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+            # the child prints its training record before evaluating: keep it if eval dies
+            rec = json.loads(lines[-1]) if lines else {"bench": "scale", "scale": s}
+            if proc.returncode != 0:
+                rec.update(error=f"exit {proc.returncode}" + (" during eval" if lines else ""),
+                           load_avg_end=list(os.getloadavg()))
+            records.append(rec)
+            print(json.dumps(rec), flush=True)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    done = [r for r in records if "iteration_s_median" in r]   # training measured
+    failed = sum("error" in r for r in records)
+    summary = {"bench": "scale", "summary": True, "scales": [r["scale"] for r in done],
+               "iteration_s_median": [r["iteration_s_median"] for r in done],
+               "rss_ratio": [r["rss_ratio"] for r in done],
+               "rss_ratio_above_baseline": [r["rss_ratio_above_baseline"] for r in done],
+               "target_iteration_ratio": TARGET_ITERATION_RATIO,
+               "target_rss_ratio": TARGET_RSS_RATIO, "failed": failed,
+               "load_avg": list(os.getloadavg())}
+    if len(done) >= 2:
+        lo, hi = min(done, key=lambda r: r["scale"]), max(done, key=lambda r: r["scale"])
+        ratio = hi["iteration_s_median"] / lo["iteration_s_median"]
+        summary.update(iteration_ratio=ratio, iteration_ratio_scales=[lo["scale"], hi["scale"]],
+                       meets_iteration_target=ratio <= TARGET_ITERATION_RATIO)
+    summary["meets_rss_target"] = bool(done) and all(
+        r["rss_ratio"] <= TARGET_RSS_RATIO for r in done)
+    print(json.dumps(summary), flush=True)
+    return 0 if failed == 0 else 1
+
+
+# ---------------------------------------------------------------------- the measuring child
+def _maxrss() -> int:
+    """Peak resident bytes of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _nbytes(obj) -> int:
+    """Bytes of the arrays/tensors in a Batch (numpy, torch, Graph, SparseFeatures)."""
+    import numpy as np
+    import torch
+    if obj is None:
+        return 0
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, torch.Tensor):
+        return int(obj.element_size() * obj.nelement())
+    if hasattr(obj, "nbytes") and not callable(obj.nbytes):
+        return int(obj.nbytes)
+    if hasattr(obj, "indptr"):
+        return sum(_nbytes(getattr(obj, k, None)) for k in ("indptr", "indices", "data"))
+    return 0
+
+
+def _batch_bytes(batch) -> int:
+    return sum(_nbytes(getattr(batch, k, None)) for k in
+               ("nodes", "adj", "edge_ids", "adj_t_perm", "x", "y", "loss_weight"))
+
+
+def _config(a: dict):
+    from scalegnn.config import Config
+    return Config.from_dict({
+        "network": [{"dim": a["hidden"], "aggr": a["aggr"], "arch": a["arch"], "act": "relu",
+                     "bias": "norm", "loss": "softmax" if a["classes"] else None}],
+        "params": [{"lr": 0.01, "dropout": 0.0, "norm_loss": False, "norm_aggr": False,
+                    "transductive": True, "standardize": False, "eval_every": 1 << 20,
+                    "sampler_threads": a["threads"]}],
+        "phase": [{"end": 1, "sampler": "mrw", "size_subgraph": a["size_subgraph"],
+                   "size_frontier": a["size_frontier"]}],
+    }, "bench scale")
+
+
+def _progress(stats: dict, t0: float, every: float = 60.0):
+    """Print the evaluation's progress (rows done, seconds) to stderr every ``every`` s."""
+    import threading
+
+    def watch():
+        while not stop.wait(every):
+            done, rows = stats.get("rows_done", 0), stats.get("rows", 0)
+            print(f"bench scale: eval {done}/{rows} rows after {time.perf_counter() - t0:.0f} s",
+                  file=sys.stderr, flush=True)
+
+    stop = threading.Event()
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def measure(a: dict) -> dict:
+    """One scale in this (fresh) process: the record of the module docstring."""
+    import numpy as np
+    import torch
+
+    import scalegnn.sampling  # noqa: F401  (numba kernels: part of the baseline, not the data)
+    from scalegnn.data import load_dataset
+    from scalegnn.threads import set_threads
+    from scalegnn.train.evaluate import full_graph_logits
+    from scalegnn.train.trainer import Trainer
+    load_start = list(os.getloadavg())
+    baseline = _maxrss()
+    threads = set_threads(a["threads"])
+    t0 = time.perf_counter()
+    ds = load_dataset(a["folder"], mmap=True)
+    load_s = time.perf_counter() - t0
+    load_peak = _maxrss()   # loading (npz, json labels) may peak above training
+    # force: this benchmark measures the peak itself (the guard would refuse on a machine
+    # whose memory other processes hold, before anything could be measured)
+    trainer = Trainer(ds, _config(a), None, seed=a["seed"], progress=False, force=True)
+    loader = trainer.mode.loader(0)
+    times, waits, batch_bytes = [], [], []
+    try:
+        for i in range(a["warmup"] + a["iterations"]):
+            t0 = time.perf_counter()
+            batch = loader.next_batch()
+            t1 = time.perf_counter()
+            trainer.train_step(batch)
+            t2 = time.perf_counter()
+            batch_bytes.append(_batch_bytes(batch))
+            if i >= a["warmup"]:
+                times.append(t2 - t0)
+                waits.append(t1 - t0)
+            del batch
+        produced = max(loader._next_stream - loader.norm.num_subgraphs, 1)
+        sampler_s = loader.stats["sample_seconds"] / produced
+        queue_batches = loader.pool_depth + loader._chunk + 1
+    finally:
+        trainer.mode.close()
+    peak_train = _maxrss()
+    g = ds.graph
+    csr = int(g.indptr.nbytes + g.indices.nbytes + (0 if g.data is None else g.data.nbytes))
+    feats = int(ds.num_nodes * ds.num_features * 4)
+    model = 4 * sum(p.numel() * p.element_size() for p in trainer.model.parameters())
+    pool = int(queue_batches * float(np.mean(batch_bytes)))
+    total = csr + feats + model + pool
+    t = np.asarray(times)
+    rec = {"bench": "scale", "scale": a["scale"], "nodes": int(ds.num_nodes),
+           "edges": int(g.num_edges), "features": int(ds.num_features),
+           "classes": int(ds.num_classes), "arch": a["arch"], "hidden": a["hidden"],
+           "aggr": a["aggr"], "sampler": "mrw", "size_subgraph": a["size_subgraph"],
+           "size_frontier": a["size_frontier"], "threads": threads,
+           "iterations": len(times), "warmup": a["warmup"],
+           "iteration_s_median": float(np.median(t)), "iteration_s_p90": float(np.percentile(t, 90)),
+           "step_s_median": float(np.median(t - np.asarray(waits))),
+           "sampling_share": float(np.sum(waits) / np.sum(t)),
+           "sampler_s_per_subgraph": sampler_s, "sampler_threads": threads,
+           "generate_s": a["generate_s"], "load_s": load_s, "load_peak_rss": load_peak,
+           "baseline_rss": baseline, "peak_rss": peak_train,
+           "peak_rss_above_baseline": peak_train - baseline,
+           "csr_bytes": csr, "features_bytes": feats, "model_bytes": model, "pool_bytes": pool,
+           "pool_batches": queue_batches, "sum_bytes": total,
+           "rss_ratio": peak_train / total,
+           "rss_ratio_above_baseline": (peak_train - baseline) / total,
+           "load_avg_start": load_start}
+    if a["do_eval"]:
+        print(json.dumps(rec), flush=True)
+        stats = {}
+        t0 = time.perf_counter()
+        _progress(stats, t0)
+        logits = full_graph_logits(trainer.model, g, ds.features,
+                                   trainer.config.params["eval_batch_rows"],
+                                   path=a.get("eval_path", "auto"), stats=stats)
+        rec.update(eval_s=time.perf_counter() - t0, eval_path=stats.get("path"),
+                   eval_stats={k: v for k, v in stats.items() if k != "path"},
+                   eval_peak_rss=_maxrss(), eval_finite=bool(torch.isfinite(logits).all()))
+        del logits
+    rec["load_avg_end"] = list(os.getloadavg())
+    return rec
