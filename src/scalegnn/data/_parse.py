@@ -97,17 +97,25 @@ def edge_keys(buf, sep, keys, k, stats, extra_ok):
         while buf[p] != LF:  # extra columns (weights) are ignored, as usecols=(0, 1) did
             p += 1
         p += 1
-        lo, hi = min(u, w), max(u, w)
-        lo_id = min(lo_id, lo)
-        hi_id = max(hi_id, hi)
-        lines += 1
-        if u == w:
-            loops += 1
-        elif lo >= 0 and hi < 0xFFFFFFFF:
-            keys[k] = (np.uint64(lo) << np.uint64(32)) | np.uint64(hi)
-            k += 1
+        k, lo_id, hi_id, lines, loops = _push_key(u, w, keys, k, lo_id, hi_id, lines, loops)
     stats[0], stats[1], stats[2], stats[3] = lo_id, hi_id, lines, loops
     return k, OK, p
+
+
+@nb.njit(inline="always")
+def _push_key(u, w, keys, k, lo_id, hi_id, lines, loops):
+    """Count the edge line (u, w) and append its key ``min << 32 | max`` at ``keys[k]`` unless
+    it is a self-loop or out of range; returns the updated (k, lo_id, hi_id, lines, loops)."""
+    lo, hi = min(u, w), max(u, w)
+    lo_id = min(lo_id, lo)
+    hi_id = max(hi_id, hi)
+    lines += 1
+    if u == w:
+        loops += 1
+    elif lo >= 0 and hi < 0xFFFFFFFF:
+        keys[k] = (np.uint64(lo) << np.uint64(32)) | np.uint64(hi)
+        k += 1
+    return k, lo_id, hi_id, lines, loops
 
 
 @nb.njit(**_JIT)
@@ -116,17 +124,8 @@ def pair_keys(src, dst, keys, k, stats):
     text); returns the new k."""
     lo_id, hi_id, lines, loops = stats[0], stats[1], stats[2], stats[3]
     for i in range(src.shape[0]):
-        u = np.int64(src[i])
-        w = np.int64(dst[i])
-        lo, hi = min(u, w), max(u, w)
-        lo_id = min(lo_id, lo)
-        hi_id = max(hi_id, hi)
-        lines += 1
-        if u == w:
-            loops += 1
-        elif lo >= 0 and hi < 0xFFFFFFFF:
-            keys[k] = (np.uint64(lo) << np.uint64(32)) | np.uint64(hi)
-            k += 1
+        k, lo_id, hi_id, lines, loops = _push_key(np.int64(src[i]), np.int64(dst[i]), keys, k,
+                                                  lo_id, hi_id, lines, loops)
     stats[0], stats[1], stats[2], stats[3] = lo_id, hi_id, lines, loops
     return k
 
