@@ -27,9 +27,9 @@ of one training iteration stops growing with the graph. Per scale ``s`` in ``--s
   reported as median and p90; ``sampling_share`` = Σwait / Σiteration. The sampler's own time
   per subgraph (``sampler_s_per_subgraph``: wall seconds of the pool's sampler calls over the
   subgraphs they made, on ``--threads`` threads) shows the background work the pool hides.
-* memory: ``peak_rss`` = ``ru_maxrss`` of the process after training (before ``--eval``;
+* memory: ``peak_rss`` = the peak resident size (VmHWM) of the process after training (before ``--eval``;
   ``load_peak_rss``: the same right after loading the folder, before the trainer exists);
-  ``baseline_rss`` = ``ru_maxrss`` right after the imports (Python + torch + numba, ~300 MiB,
+  ``baseline_rss`` = the same right after the imports (Python + torch + numba, ~300 MiB,
   no data). ``sum_bytes`` = CSR (indptr + indices) + features (N·F·4, the memmap's pages
   count in RSS once touched) + model (parameters, gradients and Adam's two moments: 4x the
   parameter bytes) + pool (``pool_depth`` queued batches plus the producer's chunk in hand plus
@@ -199,7 +199,16 @@ def run(args) -> int:
 
 # ---------------------------------------------------------------------- the measuring child
 def _maxrss() -> int:
-    """Peak resident bytes of this process so far (Linux reports KiB)."""
+    """Peak resident bytes of this process so far: ``VmHWM`` of /proc/self/status, which starts
+    afresh at exec (Linux carries ``ru_maxrss`` over from the forking parent, so a child of a
+    large process would report the parent's size); ``ru_maxrss`` where there is no /proc."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
