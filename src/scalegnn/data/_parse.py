@@ -1,4 +1,5 @@
-"""Numba kernels that parse numbers out of text blocks (used by :mod:`scalegnn.data._stream`).
+"""Numba kernels that parse numbers out of text blocks (used by :mod:`scalegnn.data._stream`;
+:func:`digits` also by :mod:`scalegnn.data._json_stream`).
 
 A block is a ``uint8`` array ending with ``\\n``. Lines: blank lines and lines starting with
 ``#`` or ``%`` are skipped, ``\\r\\n`` ends are accepted, spaces around separators are ignored;
@@ -37,12 +38,9 @@ def _ends_token(c, sep):
 
 
 @nb.njit(inline="always")
-def _int_token(buf, p, sep):
-    """(status, value, p after it) of an integer token at ``p`` (status BAD_TOKEN: not one)."""
-    neg = False
-    if buf[p] == 45 or buf[p] == 43:
-        neg = buf[p] == 45
-        p += 1
+def digits(buf, p):
+    """(ok, value, p after the digits) of the decimal digits at ``p``: ok when there are 1 to
+    18 of them and the value is below 2^53 (the ids and labels a float64 holds exactly)."""
     start = p
     v = 0
     while True:
@@ -51,7 +49,18 @@ def _int_token(buf, p, sep):
             break
         v = v * 10 + d  # may wrap past 18 digits: such a token is refused below
         p += 1
-    if p == start or p - start > 18 or v >= _MAX_ID or not _ends_token(buf[p], sep):
+    return p > start and p - start <= 18 and v < _MAX_ID, v, p
+
+
+@nb.njit(inline="always")
+def _int_token(buf, p, sep):
+    """(status, value, p after it) of an integer token at ``p`` (status BAD_TOKEN: not one)."""
+    neg = False
+    if buf[p] == 45 or buf[p] == 43:
+        neg = buf[p] == 45
+        p += 1
+    ok, v, p = digits(buf, p)
+    if not ok or not _ends_token(buf[p], sep):
         return BAD_TOKEN, 0, p
     return OK, -v if neg else v, p
 

@@ -14,7 +14,9 @@ scipy.sparse.load_npz). Both adjacencies are cleaned the same way: entries sorte
 and self-loops dropped, symmetrized if the stored pattern is not symmetric; what changed is
 recorded in ``Dataset.meta["adj_full_cleanup"]``. Edge values are ignored (pattern only).
 Features are returned unchanged (no standardization); with ``mmap=True`` a float32 feats.npy is
-memory-mapped read-only.
+memory-mapped read-only. class_map.json and role.json are parsed in blocks straight into arrays
+(:mod:`scalegnn.data._json_stream`); a file outside that plain-JSON fast path goes through
+``json.load``, which accepts or refuses it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from scalegnn.data import _common as C
 from scalegnn.data._build import restricted_pieces
+from scalegnn.data._json_stream import read_class_map, read_roles
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
 from scalegnn.graph import Graph
@@ -71,6 +74,9 @@ def _load_json(path):
 
 
 def _labels_from_class_map(path, n: int) -> np.ndarray:
+    labels = read_class_map(path, n)  # streamed; None: the json path below decides
+    if labels is not None:
+        return labels
     cmap = _load_json(path)
     if not isinstance(cmap, dict):
         raise DataError(f"{path}: expected a JSON object {{node id: label}}")
@@ -112,6 +118,9 @@ def _multilabel_rows(values, path) -> np.ndarray:
 
 
 def _roles(path, n: int):
+    fast = read_roles(path, n)  # streamed; None: the json path below decides
+    if fast is not None:
+        return fast
     role = _load_json(path)
     out = []
     for key in ("tr", "va", "te"):
