@@ -74,7 +74,7 @@ def test_predicted_volume_is_measured(tmp_path, method, world, overlap):
 
 
 def test_overlap_share_with_a_late_rank(tmp_path):
-    delay = 0.25
+    delay = 0.5
     _, _, st = _run(tmp_path, "rp", 3, True, delay=f"1:{delay}")
     ranks = st["ranks"]
     assert 0.0 <= st["overlap_share"] <= 1.0
@@ -82,6 +82,6 @@ def test_overlap_share_with_a_late_rank(tmp_path):
         assert 0.0 <= rk["overlap_share"] <= 1.0 and rk["overlap_s"] > 0
         if r == 1:                                          # its peers' rows were waiting for it
             assert rk["fwd_wait_s"] < 0.5 * delay
-        else:                                               # blocked on rank 1, 2 graph layers
-            assert rk["fwd_wait_s"] > 1.5 * delay
+        else:  # blocked on rank 1 in 2 graph layers, less the local product computed meanwhile
+            assert rk["fwd_wait_s"] > 1.0 * delay             # (slow on a loaded machine)
             assert rk["overlap_share"] < ranks[1]["overlap_share"]
