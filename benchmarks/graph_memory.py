@@ -20,44 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-
-def _rss_now() -> int:
-    """Current resident set size in bytes (Linux /proc), or the peak where unavailable."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return _peak()
-
-
-def _reset_peak() -> None:
-    """Reset the kernel's RSS high-water mark (Linux >= 4.0), so a child started by this
-    process does not inherit the parent's peak through fork+exec."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
-
-
-def _peak() -> int:
-    """Peak RSS in bytes: VmHWM from /proc (honours _reset_peak), else ru_maxrss."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb * (1 if sys.platform == "darwin" else 1024)
+from scalegnn.memory import peak_rss_bytes, reset_peak_rss, rss_bytes
 
 
 def _load(path: str) -> dict:
@@ -66,13 +35,13 @@ def _load(path: str) -> dict:
     from scalegnn.data.graphsaint import load_adj
     from scalegnn.data.synthetic import kronecker_graph
     kronecker_graph(4, 2)  # JIT warm-up (cached kernels load here)
-    _reset_peak()
-    base = _rss_now()
+    reset_peak_rss()
+    base = rss_bytes()
     t = time.perf_counter()
     g, _ = load_adj(path)
     secs = time.perf_counter() - t
-    return {"load_seconds": round(secs, 2), "load_peak_rss": _peak(),
-            "load_baseline_rss": base, "load_ratio": round((_peak() - base) / g.nbytes, 3)}
+    return {"load_seconds": round(secs, 2), "load_peak_rss": peak_rss_bytes(),
+            "load_baseline_rss": base, "load_ratio": round((peak_rss_bytes() - base) / g.nbytes, 3)}
 
 
 def main(argv=None) -> int:
@@ -92,12 +61,12 @@ def main(argv=None) -> int:
 
     from scalegnn.data.synthetic import kronecker_graph
     kronecker_graph(4, 2)  # JIT warm-up so compilation memory is in the baseline
-    _reset_peak()
-    base = _rss_now()
+    reset_peak_rss()
+    base = rss_bytes()
     t = time.perf_counter()
     g = kronecker_graph(args.scale, args.edge_factor, seed=args.seed)
     secs = time.perf_counter() - t
-    peak = _peak()
+    peak = peak_rss_bytes()
     out = {"benchmark": "graph_memory", "scale": args.scale, "edge_factor": args.edge_factor,
            "nodes": g.num_nodes, "edge_draws": args.edge_factor << args.scale,
            "directed_entries": g.num_edges, "csr_bytes": g.nbytes,

@@ -45,28 +45,12 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
+from scalegnn.memory import peak_rss_bytes, reset_peak_rss, rss_bytes
+
 FORMATS = ("csv-gz", "csv", "ogb", "npz", "hetero", "graphsaint", "mat")
 
 
 # ----------------------------------------------------------------------------- measuring
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _peak() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise OSError("no VmHWM in /proc/self/status")
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-
-
 def _cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)  # all threads of this process
     return r.ru_utime + r.ru_stime
@@ -91,12 +75,12 @@ def _child(path: str, warm: str) -> None:
     from scalegnn.data.csv import read_edge_csv
     load_dataset(warm)
     gc.collect()
-    base = _rss()
-    _reset_peak()
+    base = rss_bytes()
+    reset_peak_rss()
     t, c = time.perf_counter(), _cpu()
     ds = load_dataset(path)
     seconds, cpu = time.perf_counter() - t, _cpu() - c
-    peak = _peak() - base
+    peak = peak_rss_bytes() - base
     data = ds.graph.nbytes + int(ds.features.nbytes)
     stored = getattr(ds, "_train_graph", None)  # the property would build one
     if stored is not None and stored is not ds.graph:

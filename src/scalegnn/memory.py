@@ -35,11 +35,16 @@ graph can exceed the mean degree); the pool is seldom the largest term at scale.
 estimate is compared with: ``available_memory()`` (MemAvailable, cgroup-limited) plus the
 dataset arrays already resident when the check runs (they are counted in the estimate and
 already absent from MemAvailable).
+
+:func:`rss_bytes`, :func:`peak_rss_bytes` and :func:`reset_peak_rss` read what a process
+actually holds, for the benchmarks that compare it with these terms.
 """
 
 from __future__ import annotations
 
 import os
+import resource
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -236,3 +241,40 @@ def check_training_memory(dataset, config, *, force: bool = False,
             f"{human_bytes(size)}), {human_bytes(avail + est.resident)} available "
             f"({human_bytes(est.resident)} of it already loaded); use --force to train anyway")
     return est
+
+
+# ---------------------------------------------------------------- what a process really holds
+def rss_bytes() -> int:
+    """Resident bytes of this process now (``/proc/self/statm``); the peak where there is
+    no /proc."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return peak_rss_bytes()
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident bytes of this process so far: ``VmHWM`` of /proc/self/status, which starts
+    afresh at exec and again at :func:`reset_peak_rss` (Linux carries ``ru_maxrss`` over from
+    the forking parent, so a child of a large process would report the parent's size);
+    ``ru_maxrss`` where there is no /proc."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb * (1 if sys.platform == "darwin" else 1024)
+
+
+def reset_peak_rss() -> None:
+    """Restart the kernel's high-water mark at the current RSS (Linux >= 4.0; elsewhere a
+    no-op), so a peak read afterwards belongs to what follows."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass

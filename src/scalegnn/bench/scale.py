@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -198,20 +197,6 @@ def run(args) -> int:
 
 
 # ---------------------------------------------------------------------- the measuring child
-def _maxrss() -> int:
-    """Peak resident bytes of this process so far: ``VmHWM`` of /proc/self/status, which starts
-    afresh at exec (Linux carries ``ru_maxrss`` over from the forking parent, so a child of a
-    large process would report the parent's size); ``ru_maxrss`` where there is no /proc."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def _nbytes(obj) -> int:
     """Bytes of the arrays/tensors in a Batch (numpy, torch, Graph, SparseFeatures)."""
     import numpy as np
@@ -268,16 +253,17 @@ def measure(a: dict) -> dict:
 
     import scalegnn.sampling  # noqa: F401  (numba kernels: part of the baseline, not the data)
     from scalegnn.data import load_dataset
+    from scalegnn.memory import peak_rss_bytes
     from scalegnn.threads import set_threads
     from scalegnn.train.evaluate import full_graph_logits
     from scalegnn.train.trainer import Trainer
     load_start = list(os.getloadavg())
-    baseline = _maxrss()
+    baseline = peak_rss_bytes()
     threads = set_threads(a["threads"])
     t0 = time.perf_counter()
     ds = load_dataset(a["folder"], mmap=True)
     load_s = time.perf_counter() - t0
-    load_peak = _maxrss()   # loading (npz, json labels) may peak above training
+    load_peak = peak_rss_bytes()   # loading (npz, json labels) may peak above training
     # force: this benchmark measures the peak itself (the guard would refuse on a machine
     # whose memory other processes hold, before anything could be measured)
     trainer = Trainer(ds, _config(a), None, seed=a["seed"], progress=False, force=True)
@@ -300,7 +286,7 @@ def measure(a: dict) -> dict:
         queue_batches = loader.pool_depth + loader._chunk + 1
     finally:
         trainer.mode.close()
-    peak_train = _maxrss()
+    peak_train = peak_rss_bytes()
     g = ds.graph
     csr = int(g.indptr.nbytes + g.indices.nbytes + (0 if g.data is None else g.data.nbytes))
     feats = int(ds.num_nodes * ds.num_features * 4)
@@ -336,7 +322,7 @@ def measure(a: dict) -> dict:
                                    path=a.get("eval_path", "auto"), stats=stats)
         rec.update(eval_s=time.perf_counter() - t0, eval_path=stats.get("path"),
                    eval_stats={k: v for k, v in stats.items() if k != "path"},
-                   eval_peak_rss=_maxrss(), eval_finite=bool(torch.isfinite(logits).all()))
+                   eval_peak_rss=peak_rss_bytes(), eval_finite=bool(torch.isfinite(logits).all()))
         del logits
     rec["load_avg_end"] = list(os.getloadavg())
     return rec

@@ -19,8 +19,6 @@ forward exchanges (``overlap_share``: local compute / (local compute + blocked))
 
 from __future__ import annotations
 
-import os
-import resource
 import time
 
 import numpy as np
@@ -33,6 +31,7 @@ from scalegnn.dist.forward import overlapped_forward
 from scalegnn.dist.plan import PartitionPlan
 from scalegnn.errors import PlanError
 from scalegnn.graph import Graph
+from scalegnn.memory import peak_rss_bytes, rss_bytes
 from scalegnn.train.metrics import compute_metrics
 from scalegnn.train.modes import Mode
 
@@ -42,16 +41,14 @@ RANK_FIELDS = ("epoch_s", "compute_s", "comm_s", "wait_s", "allreduce_s", "bytes
 
 
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+    """This rank's peak resident MiB (:func:`scalegnn.memory.peak_rss_bytes`: its own
+    high-water mark, not one carried over from the process that started it)."""
+    return peak_rss_bytes() / 2**20
 
 
 def current_rss_mb() -> float:
-    """Resident set size now (Linux /proc), 0 where unavailable."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return 0.0
+    """Resident MiB now (:func:`scalegnn.memory.rss_bytes`)."""
+    return rss_bytes() / 2**20
 
 
 def _share(overlap_s: float, wait_s: float) -> float:
