@@ -127,10 +127,11 @@ class MappedFeatures:
         return self.transform(raw, cols)
 
     def __array__(self, dtype=None, copy=None):
-        n, f = self.shape
-        out = np.empty((n, f), dtype=np.float32)
-        for s in range(0, n, self.block_rows):
-            out[s:s + self.block_rows] = self.rows(s, s + self.block_rows)
+        if self.mean is None:
+            out = np.array(self.x, dtype=np.float32)
+        else:  # the in-memory standardized copy, made in row blocks
+            from scalegnn.data.transforms import apply_statistics  # noqa: PLC0415 (cycle)
+            out = apply_statistics(self.x, self.mean, self.std, chunk=self.block_rows)
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def __matmul__(self, weight):

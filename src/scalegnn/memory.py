@@ -224,7 +224,7 @@ def _evaluation_bytes(n: int, layers, num_classes: int) -> int:
     graph = [(i, w_in, bases) for i, (w_in, _, _, bases) in enumerate(layers) if bases]
     held = sum((w_in if i else 0) + bases for i, w_in, bases in graph[:-1])
     neighbourhood = FLOAT * n * (held + num_classes) \
-        + getattr(E, "BLOCK_BYTES", 0) + getattr(E, "CACHE_BYTES", 0)
+        + E.BLOCK_BYTES + E.CACHE_BYTES
     return int(min(layerwise, neighbourhood))
 
 

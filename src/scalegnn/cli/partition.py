@@ -111,8 +111,7 @@ def run(args) -> int:
 
 
 def run_compare(args) -> int:
-    from scalegnn.dist.compare import (compare, format_table, method_spec, parse_list, plot,
-                                       write_json)
+    from scalegnn.dist.compare import compare, format_table, method_spec, parse_list, plot
     from scalegnn.dist.dataload import load
     methods = parse_list(args.methods, "--methods")
     for m in methods:
@@ -124,15 +123,11 @@ def run_compare(args) -> int:
                       "sent", "recv", "messages", "compute_load")}), flush=True))
     print(format_table(res["rows"]))
     print(json.dumps({"geomean_ratios": res["geomean_ratios"]}))
-    if args.out:
-        write_json(res, args.out)
-    if args.plot:
-        plot(res, args.plot)
-    return 0
+    return _save(res, args, plot)
 
 
 def run_shp(args) -> int:
-    from scalegnn.dist.compare import parse_list, write_json
+    from scalegnn.dist.compare import parse_list
     from scalegnn.dist.dataload import load
     from scalegnn.dist.shp import compare_shp, parse_budget, plot_shp
     parts = parse_list(args.parts, "--parts", int)
@@ -143,8 +138,14 @@ def run_shp(args) -> int:
                       threads=args.threads, min_batches=args.min_batches, prior=args.prior,
                       log=lambda r: print(json.dumps(r), flush=True))
     print(json.dumps({"geomean_shp_vs_hp": res["geomean_shp_vs_hp"]}))
+    return _save(res, args, plot_shp)
+
+
+def _save(res: dict, args, plot_fn) -> int:
+    """The compare/shp result as ``--out`` JSON and a ``--plot`` PNG, where asked for."""
+    from scalegnn.dist.compare import write_json
     if args.out:
         write_json(res, args.out)
     if args.plot:
-        plot_shp(res, args.plot)
+        plot_fn(res, args.plot)
     return 0

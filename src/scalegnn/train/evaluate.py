@@ -43,6 +43,7 @@ import torch.nn.functional as F
 
 from scalegnn.features import SparseFeatures
 from scalegnn.graph import Graph
+from scalegnn.mapped_features import MappedFeatures
 from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops import SparseAdj, spmm
 
@@ -67,9 +68,8 @@ def as_tensor(features) -> torch.Tensor | SparseFeatures:
     propagation ``Â X`` needs random rows of ``X_eff``); unstandardized ones stay mapped."""
     if isinstance(features, SparseFeatures):
         return features
-    raw = getattr(features, "x", None)
-    if raw is not None and getattr(features, "mean", 0) is None:
-        features = raw   # MappedFeatures without standardization: the mapped matrix itself
+    if isinstance(features, MappedFeatures) and not features.standardized:
+        features = features.x   # nothing to apply on read: the mapped matrix itself
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # read-only memmap: we only read it
         return torch.from_numpy(np.asarray(features))
