@@ -56,6 +56,21 @@ def test_graphsaint_missing_file(gs, fname):
     expect(folder, fname, "missing")
 
 
+def test_graphsaint_train_graph_read_on_first_use(gs):
+    """adj_train.npz is read only when asked for (a transductive run never holds it); a bad
+    one then fails in one line naming the file, as it would have at load."""
+    folder, ref = gs
+    ds = load_dataset(str(folder))
+    assert ds._train_graph is None and ds.has_train_graph
+    assert ds.train_graph.num_edges == ref.train_graph.num_edges
+    n = ref.num_nodes
+    sp.save_npz(folder / "adj_train.npz", sp.random(n + 1, n + 1, density=0.1, format="csr"))
+    ds = load_dataset(str(folder))
+    with pytest.raises(DataError, match="adj_train.npz: has") as ei:
+        ds.train_graph
+    assert "\n" not in str(ei.value)
+
+
 def test_graphsaint_feature_size_mismatch(gs):
     folder, ref = gs
     np.save(folder / "feats.npy", ref.features[:-1])

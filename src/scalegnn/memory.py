@@ -161,9 +161,9 @@ def estimate_training_memory(dataset, config) -> MemoryEstimate:
     train = int(dataset.train_idx.size)
     inductive = not p["transductive"]
     t = {"graph": g.nbytes}
-    if inductive and dataset._train_graph is not None:
-        t["training graph"] = dataset._train_graph.nbytes
-        e_train = dataset._train_graph.num_edges
+    if inductive and dataset.has_train_graph:  # read now if on disk: training reads it anyway
+        t["training graph"] = dataset.train_graph.nbytes
+        e_train = dataset.train_graph.num_edges
     elif inductive:  # a random split keeps about (train share)^2 of the entries
         e_train = int(e * (train / max(n, 1)) ** 2)
         t["training graph"] = 8 * (n + 1) + e_train * g.indices.itemsize
@@ -207,8 +207,8 @@ def estimate_training_memory(dataset, config) -> MemoryEstimate:
         + (FLOAT * n * f if read_in else 0)
     resident = g.nbytes + t["labels"] + (0 if mapped else FLOAT * n * f
                                          if not isinstance(x, SparseFeatures) else x.nbytes)
-    if dataset._train_graph is not None and inductive:
-        resident += dataset._train_graph.nbytes
+    if inductive and dataset.has_train_graph:
+        resident += dataset.train_graph.nbytes
     return MemoryEstimate({k: int(v) for k, v in t.items()}, int(resident))
 
 

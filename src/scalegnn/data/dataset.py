@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +37,9 @@ class Dataset:
     metric: str = "f1_micro"
     meta: dict = field(default_factory=dict)
     _train_graph: Graph | None = None
+    # reads the training graph on first use (a GraphSAINT folder's adj_train.npz): a
+    # transductive run never needs it, and at 2^24 nodes it is a gigabyte
+    _train_graph_loader: Callable[[], Graph] | None = field(default=None, repr=False)
 
     def __post_init__(self):
         self.train_idx = np.asarray(self.train_idx, dtype=np.int64)
@@ -81,8 +85,17 @@ class Dataset:
         return int(self.labels.max()) + 1 if self.labels.size else 0
 
     @property
+    def has_train_graph(self) -> bool:
+        """Whether a training graph came with the data (held or still on disk); without
+        one, :attr:`train_graph` restricts the full graph to the training nodes."""
+        return self._train_graph is not None or self._train_graph_loader is not None
+
+    @property
     def train_graph(self) -> Graph:
         """Graph with only edges between training nodes (GraphSAINT's ``adj_train``)."""
+        if self._train_graph is None and self._train_graph_loader is not None:
+            self._train_graph = self._train_graph_loader()
+            self._train_graph_loader = None
         if self._train_graph is None:  # straight from the CSR: no edge-list copies
             from scalegnn.data._build import restrict_to_nodes
             self._train_graph = restrict_to_nodes(self.graph, self.train_idx)
@@ -91,6 +104,7 @@ class Dataset:
     @train_graph.setter
     def train_graph(self, g: Graph):
         self._train_graph = g
+        self._train_graph_loader = None
 
     # -------------------------------------------------------------- validation
     def validate(self) -> "Dataset":

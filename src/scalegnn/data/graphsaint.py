@@ -22,6 +22,7 @@ memory-mapped read-only. class_map.json and role.json are parsed in blocks strai
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from pathlib import Path
 
@@ -165,7 +166,6 @@ def load_graphsaint(folder, *, mmap: bool = False, name: str | None = None) -> D
         C.require_file(folder / f, "GraphSAINT file")
     graph, changes = load_adj(folder / "adj_full.npz")
     n = graph.num_nodes
-    train_graph, _ = load_adj(folder / "adj_train.npz", n)
     features = load_features(folder / "feats.npy", n, mmap)
     labels = _labels_from_class_map(folder / "class_map.json", n)
     tr, va, te = _roles(folder / "role.json", n)
@@ -180,8 +180,14 @@ def load_graphsaint(folder, *, mmap: bool = False, name: str | None = None) -> D
                  name=name or extra.get("name") or folder.name, source=str(folder),
                  metric=extra.get("metric") or C.metric_for(labels),
                  meta={"format": "graphsaint", "adj_full_cleanup": changes})
-    ds.train_graph = train_graph
+    # adj_train.npz is read when an inductive run first asks for it (a transductive one never
+    # does); its errors then name the file as they would have here
+    ds._train_graph_loader = functools.partial(_load_train_adj, folder / "adj_train.npz", n)
     return C.finish(ds)
+
+
+def _load_train_adj(path: Path, n: int) -> Graph:
+    return load_adj(path, n)[0]
 
 
 def save_graphsaint(ds: Dataset, folder, *, overwrite: bool = False) -> Path:
@@ -194,7 +200,7 @@ def save_graphsaint(ds: Dataset, folder, *, overwrite: bool = False) -> Path:
     """
     with writing_folder(folder, overwrite) as tmp:
         write_adj(tmp / "adj_full.npz", ds.graph)
-        if ds._train_graph is not None:
+        if ds.has_train_graph:
             write_adj(tmp / "adj_train.npz", ds.train_graph)
         else:  # the same entries, restricted while they are written (never held)
             write_adj(tmp / "adj_train.npz", ds.graph, ds.train_idx)

@@ -89,7 +89,9 @@ class Sampler:
         if graph.num_cols != graph.num_nodes or not graph.is_sorted() or not graph.is_symmetric():
             raise GraphError(f"sampler '{self.name}': graph must be square, symmetric and have "
                              f"sorted rows")
-        nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if nodes.ndim != 1 or not bool(np.all(nodes[1:] > nodes[:-1])):
+            nodes = np.unique(nodes)  # already sorted and unique (all nodes): kept, not copied
         if nodes.size == 0:
             raise ConfigError(f"sampler '{self.name}': the node set to sample from is empty")
         if nodes[0] < 0 or nodes[-1] >= graph.num_nodes:
