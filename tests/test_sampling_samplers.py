@@ -94,6 +94,14 @@ def test_edge_values_and_row_scale_in_the_same_pass():
     for a, b in zip(plain, with_data):
         rows = np.repeat(a.nodes, a.graph.degrees())
         np.testing.assert_allclose(b.graph.data, vals[a.edge_ids] * scale[rows], rtol=1e-6)
+    # "inverse_degree": 1/deg(parent row) from the CSR, bit-equal to a float32 table of it
+    inv = (1.0 / np.maximum(g.degrees(), 1)).astype(np.float32)
+    by_table = s.sample(3, seed=5, edge_values=vals, row_scale=inv)
+    by_name = s.sample(3, seed=5, edge_values=vals, row_scale="inverse_degree")
+    for a, b in zip(by_table, by_name):
+        np.testing.assert_array_equal(a.graph.data, b.graph.data)
+    with pytest.raises(ConfigError, match="row_scale"):
+        s.sample(1, seed=5, row_scale="degree")
 
 
 @pytest.mark.parametrize("name", list(SAMPLERS))

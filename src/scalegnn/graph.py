@@ -27,7 +27,7 @@ def index_dtype(num_cols: int):
 class Graph:
     """CSR graph with ``num_nodes`` rows and ``num_cols`` columns (square unless stated)."""
 
-    __slots__ = ("indptr", "indices", "data", "num_cols", "_degrees")
+    __slots__ = ("indptr", "indices", "data", "num_cols")
 
     def __init__(self, indptr, indices, num_cols: int | None = None, data=None, *,
                  validate: bool = True, name: str = "graph"):
@@ -50,7 +50,6 @@ class Graph:
         self.indptr = indptr
         self.indices = np.ascontiguousarray(indices)
         self.data = None if data is None else np.ascontiguousarray(data)
-        self._degrees = None
         if validate:
             self.validate(name)
 
@@ -155,10 +154,9 @@ class Graph:
         return b + (self.data.nbytes if self.data is not None else 0)
 
     def degrees(self) -> np.ndarray:
-        """Row lengths (out-degrees) as int64; cached."""
-        if self._degrees is None:
-            self._degrees = np.diff(self.indptr)
-        return self._degrees
+        """Row lengths (out-degrees) as a new int64 array. Not cached: at 2^24 nodes a kept
+        copy is 128 MiB that only setup code (samplers, normalization) reads, once."""
+        return np.diff(self.indptr)
 
     def __repr__(self) -> str:
         rect = "" if self.num_cols == self.num_nodes else f", num_cols={self.num_cols}"
@@ -206,7 +204,6 @@ class Graph:
         self.indptr = K.compact_rows(self.indptr, self.indices, lengths)
         if self.indptr[-1] != self.indices.shape[0]:
             self.indices = self.indices[: self.indptr[-1]].copy()
-        self._degrees = None
         return self
 
     def _copy_pattern(self) -> "Graph":
@@ -246,7 +243,6 @@ class Graph:
     def with_data(self, data) -> "Graph":
         """Same pattern (shared arrays) with new per-edge values."""
         g = Graph(self.indptr, self.indices, self.num_cols, data, validate=False)
-        g._degrees = self._degrees
         if g.data.shape != g.indices.shape:
             raise GraphError(f"edge data has shape {g.data.shape}, expected {g.indices.shape}")
         return g
@@ -257,7 +253,7 @@ class Graph:
         inv = np.zeros(self.num_nodes, dtype=dtype)
         nz = deg > 0
         inv[nz] = 1.0 / deg[nz]
-        return self.with_data(np.repeat(inv, self.degrees()))
+        return self.with_data(np.repeat(inv, np.diff(self.indptr)))
 
     def induced_subgraph(self, nodes) -> tuple["Graph", np.ndarray]:
         """Subgraph induced by ``nodes`` (made sorted and unique) and each edge's parent id.

@@ -86,9 +86,6 @@ def run(args) -> int:
     load_s = time.perf_counter() - t0
     graph = ds.train_graph if args.inductive else ds.graph
     nodes = ds.train_idx if args.inductive else np.arange(graph.num_nodes, dtype=np.int64)
-    deg = graph.degrees()
-    row_scale = np.zeros(graph.num_nodes, dtype=np.float32)
-    row_scale[deg > 0] = 1.0 / deg[deg > 0]
     edge_values = np.ones(graph.num_edges, dtype=np.float32)
     base = {"bench": "sample", "graph": args.graph, "mode": "inductive" if args.inductive
             else "whole-graph", "graph_nodes": graph.num_nodes, "graph_edges": graph.num_edges,
@@ -103,7 +100,7 @@ def run(args) -> int:
                 t, c = time.perf_counter(), time.process_time()
                 subs = sampler.sample(args.count, seed=args.seed + 1, num_threads=th,
                                       start=r * args.count, edge_values=edge_values,
-                                      row_scale=row_scale)
+                                      row_scale="inverse_degree")
                 rates.append(args.count / (time.perf_counter() - t))
                 cpu.append((time.process_time() - c) / args.count)
                 nv += [s.num_nodes for s in subs]

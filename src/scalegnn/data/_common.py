@@ -188,7 +188,6 @@ def clean_csr(indptr, indices, shape, path, *, symmetrize: bool = True) -> tuple
     lengths = K.sort_dedupe_rows(g.indptr, g.indices, True, True)
     g.indptr = K.compact_rows(g.indptr, g.indices, lengths)
     g.indices = _build.shrink(g.indices, int(g.indptr[-1]))
-    g._degrees = None
     changes = {"self_loops_removed": loops,
                "duplicates_removed": before - loops - g.num_edges, "symmetrized": False}
     if symmetrize and not g.is_symmetric():

@@ -533,8 +533,8 @@ def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, ma
 # ------------------------------------------------------------------ induction
 @nb.njit(parallel=True, **_JIT)
 def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bits, mark,
-                 edge_values, row_scale, out_nodes, out_indptr, out_indices, out_eids, out_perm,
-                 out_data):
+                 edge_values, row_scale, inv_degree, out_nodes, out_indptr, out_indices,
+                 out_eids, out_perm, out_data):
     """Induced CSRs of all subgraphs, into flat arrays, with only sequential output writes.
 
     Subgraph i: nodes at out_nodes[node_off[i]:], indptr (k+1 entries) at
@@ -544,8 +544,9 @@ def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bit
     entry read that map for all of them: at 2^24 nodes it is 64 MiB, the frontier sampler's
     hub rows are ~96% misses, and those cache misses made the scan 4x slower (288 vs 67 ms
     per subgraph, ``bench scale``). Rows come out sorted since parent rows are. Parent edge id = scan position. If out_data is
-    non-empty, value = edge_values[parent id] (1 if empty) * row_scale[row] (1 if empty), the
-    row scale gathered once per row. Then the transpose permutation by journal Alg. 6 for a
+    non-empty, value = edge_values[parent id] (1 if empty) * row_scale[row] (1 if empty, or
+    1/deg(row) in the parent graph if ``inv_degree``: no |V|-float table), the row scale
+    gathered once per row. Then the transpose permutation by journal Alg. 6 for a
     symmetric pattern: rows in order, entry (j, l) -> next free slot of row l.
     Parent edge ids and the permutation may be int32 (fewer bytes written).
     """
@@ -576,7 +577,11 @@ def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bit
             for j in range(k):
                 u = vs[j]
                 _prefetch_row(indptr, indices, vs, k, j)
-                su = row_scale[u] if has_scale else np.float32(1.0)
+                su = np.float32(1.0)
+                if has_scale:
+                    su = row_scale[u]
+                elif inv_degree and indptr[u + 1] > indptr[u]:
+                    su = np.float32(1.0 / (indptr[u + 1] - indptr[u]))
                 p = np.uint64(eo + ip[j])
                 for e in _scan_range(indptr[u], indptr[u + 1]):
                     v = np.uint32(indices[e])

@@ -64,9 +64,7 @@ class GraphSAINTLoader:
             num_threads=num_threads, clip_multiple=self.clip_multiple,
             keep=self.PRESAMPLE_KEEP_BYTES)
         self.presample_seconds = self.norm.presample_seconds
-        deg = graph.degrees()
-        self._inv_deg = np.zeros(graph.num_nodes, dtype=np.float32)
-        self._inv_deg[deg > 0] = 1.0 / deg[deg > 0]
+        self._graph = graph
         self._presampled: list[Subgraph | None] = presampled
         self._next_presampled = 0
         self._next_stream = self.norm.num_subgraphs  # stream index of the next fresh one
@@ -141,7 +139,8 @@ class GraphSAINTLoader:
         t0 = time.perf_counter()
         subs = self.sampler.sample(count, self.seed, self.num_threads, start=start,
                                    clip_multiple=self.clip_multiple,
-                                   edge_values=self.norm.edge_multiplier, row_scale=self._inv_deg)
+                                   edge_values=self.norm.edge_multiplier,
+                                   row_scale="inverse_degree")
         self.stats["sample_seconds"] += time.perf_counter() - t0
         return [self._make_batch(s, start + i) for i, s in enumerate(subs)]
 
@@ -149,8 +148,10 @@ class GraphSAINTLoader:
         t0 = time.perf_counter()
         adj = sub.graph
         if adj.data is None:  # pre-sampled: multipliers were not known when it was drawn
-            rows = np.repeat(sub.nodes, adj.degrees())
-            adj = adj.with_data(self.norm.edge_multipliers(sub) * self._inv_deg[rows])
+            indptr = self._graph.indptr   # 1/deg(v) in the sampled-from graph, as the kernel
+            inv = (1.0 / np.maximum(indptr[sub.nodes + 1] - indptr[sub.nodes], 1)) \
+                .astype(np.float32)
+            adj = adj.with_data(self.norm.edge_multipliers(sub) * np.repeat(inv, adj.degrees()))
         x = gather_rows(self.dataset.features, sub.nodes)   # CSR rows stay CSR
         y = torch.from_numpy(np.ascontiguousarray(self.dataset.labels[sub.nodes]))
         lw = torch.from_numpy(np.ascontiguousarray(self.norm.loss_weights(sub), np.float32))

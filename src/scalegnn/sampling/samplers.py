@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from scalegnn.errors import ConfigError, GraphError
-from scalegnn.graph import Graph
+from scalegnn.graph import Graph, index_dtype
 from scalegnn.sampling import _kernels as K
 
 # GraphSAINT `phase` keys that are not budgets; accepted and ignored by make_sampler
@@ -96,6 +96,9 @@ class Sampler:
             raise ConfigError(f"sampler '{self.name}': the node set to sample from is empty")
         if nodes[0] < 0 or nodes[-1] >= graph.num_nodes:
             raise GraphError(f"sampler '{self.name}': node ids must lie in [0, {graph.num_nodes})")
+        # held for the sampler's life: in the graph's id dtype (int32 below 2^31 nodes: a
+        # transductive run's every node is 64 instead of 128 MiB at 2^24)
+        nodes = nodes.astype(index_dtype(graph.num_nodes), copy=False)
         for key in budget:
             if key not in self.required + self.optional:
                 allowed = ", ".join(self.required + self.optional) or "none"
@@ -136,7 +139,8 @@ class Sampler:
 
         ``clip_multiple`` > 0 randomly drops nodes (before induction) so that |V_s| is a
         multiple of it (SPEC §2.2 (a); subgraphs smaller than it are kept whole). If
-        ``edge_values`` (per parent edge) or ``row_scale`` (per parent node) is given, each
+        ``edge_values`` (per parent edge) or ``row_scale`` (per parent node, or
+        ``"inverse_degree"``: 1/deg(parent row), computed from the CSR) is given, each
         subgraph's ``graph.data[e] = edge_values[parent e] * row_scale[parent row]`` (float32).
         """
         count = int(count)
@@ -148,7 +152,11 @@ class Sampler:
         seeds = stream_seeds(seed, start, count)
         with_data = edge_values is not None or row_scale is not None
         vals = self._edge_values(edge_values)
-        scale = np.empty(0, np.float32) if row_scale is None else \
+        inv_degree = isinstance(row_scale, str)
+        if inv_degree and row_scale != "inverse_degree":
+            raise ConfigError(f"row_scale: expected an array or 'inverse_degree', got "
+                              f"{row_scale!r}")
+        scale = np.empty(0, np.float32) if row_scale is None or inv_degree else \
             np.ascontiguousarray(row_scale, dtype=np.float32)
         if scale.size and scale.shape != (self.graph.num_nodes,):
             raise ConfigError(f"row_scale has shape {scale.shape}, expected "
@@ -172,7 +180,7 @@ class Sampler:
                 bits, mark = self._scratch(workers)
                 for g0 in range(0, count, group):
                     subs += self._sample_group(seeds[g0:g0 + group], clip, bits, mark, vals,
-                                               scale, with_data)
+                                               scale, inv_degree, with_data)
             finally:
                 numba.set_num_threads(prev)
         return subs
@@ -180,7 +188,7 @@ class Sampler:
     GROUP_BYTES = 32 << 20
     MIN_WORK = 100_000
 
-    def _sample_group(self, seeds, clip, bits, mark, vals, scale, with_data):
+    def _sample_group(self, seeds, clip, bits, mark, vals, scale, inv_degree, with_data):
         count = seeds.shape[0]
         nodes_buf = np.empty((count, self.cap), dtype=np.int64)
         rowcnt = np.empty((count, self.cap), dtype=np.int64)
@@ -201,8 +209,8 @@ class Sampler:
         out_perm = np.empty(tot_e, dtype=perm_dtype)
         out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
         K.fill_induced(self.graph.indptr, self.graph.indices, nodes_buf, rowcnt, nv, node_off,
-                       edge_off, bits, mark, vals, scale, out_nodes, out_indptr, out_indices,
-                       out_eids, out_perm, out_data)
+                       edge_off, bits, mark, vals, scale, inv_degree, out_nodes, out_indptr,
+                       out_indices, out_eids, out_perm, out_data)
         subs = []
         for i in range(count):
             a, b = int(node_off[i]), int(node_off[i + 1])
