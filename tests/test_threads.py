@@ -29,3 +29,18 @@ def test_release_freed_memory_wins_over_keep(monkeypatch):
     assert int(a.sum()) == 4 << 20
     monkeypatch.setattr(threads, "_malloc_tuned", None)
     threads.keep_freed_memory()  # restore this test process's setting
+
+
+def test_trim_heap_returns_freed_pages():
+    """After keep_freed_memory the heap is never trimmed on free; trim_heap gives the freed
+    pages of setup temporaries back (glibc only)."""
+    from scalegnn.memory import rss_bytes
+    threads.keep_freed_memory()
+    if not threads._malloc_tuned:
+        assert threads.trim_heap() in (True, False)
+        return
+    blocks = [np.ones(1 << 20, dtype=np.int64) for _ in range(32)]  # 8 MiB each: heap-allocated
+    held = rss_bytes()
+    del blocks
+    threads.trim_heap()
+    assert rss_bytes() < held - (128 << 20)

@@ -28,6 +28,7 @@ from scalegnn.features import gather_rows
 from scalegnn.sampling.normalization import Normalization
 from scalegnn.sampling.pool import BatchPool
 from scalegnn.sampling.samplers import Subgraph, check_int, make_sampler
+from scalegnn.threads import trim_heap
 
 
 class GraphSAINTLoader:
@@ -76,6 +77,7 @@ class GraphSAINTLoader:
                       "presample_subgraphs": self.norm.num_subgraphs,
                       "sample_seconds": 0.0, "gather_seconds": 0.0, "wait_seconds": 0.0,
                       "batches": 0}
+        trim_heap()  # the setup's freed degree tables and node sets (threads.trim_heap)
 
     # -------------------------------------------------------------- iteration
     def __len__(self) -> int:

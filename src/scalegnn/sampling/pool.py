@@ -54,8 +54,9 @@ class BatchPool:
                 t0 = time.perf_counter()
                 items = self._produce()
                 self.produce_seconds += time.perf_counter() - t0
-                for item in items:
-                    if not self._put(item):
+                items.reverse()
+                while items:  # hold only what is not queued yet: while the next chunk is
+                    if not self._put(items.pop()):  # made, consumed items must be freeable
                         return
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             self._put(_Failure(exc))

@@ -39,7 +39,7 @@ from scalegnn.errors import ConfigError, TrainingError
 from scalegnn.faults import crash_point
 from scalegnn.nn import build_model
 from scalegnn.nn.models import MODEL_OPTIONS
-from scalegnn.threads import keep_freed_memory
+from scalegnn.threads import keep_freed_memory, trim_heap
 from scalegnn.train import checkpoint as ckpt
 from scalegnn.train.console import postfix, progress_bar
 from scalegnn.train.jitclock import compile_seconds, compile_since
@@ -141,6 +141,7 @@ class Trainer:
         self.model = build_run_model(self.mode, self.config)
         self.model.to(device=self.device, dtype=self.mode.dtype)
         self.mode.setup(self.model, self.seed)
+        trim_heap()  # loading's freed temporaries: the never-trimmed heap would keep them
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = Adam(self.params, lr=params["lr"], weight_decay=params["weight_decay"])
         self.schedule = LRSchedule.from_params(params, self.config.epochs)
