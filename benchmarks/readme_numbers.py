@@ -193,22 +193,36 @@ def bullet_epoch(res) -> str:
 
 
 def bullet_scale(res) -> str:
+    """The scale table: one row per scale, then the two target checks."""
     rows = [r for r in res["records"] if not r.get("summary") and "scale" in r]
     s = next((r for r in res["records"] if r.get("summary")), {})
-    parts = []
+    gb = 1e9
+    lines = [f"- Scaling, `{res['command']}`:", "",
+             "| nodes | edges | iteration, median (p90) | sampler s / subgraph | load s | "
+             "peak RSS after loading | peak RSS | CSR + features + model + pool | ratio "
+             "(above the floor) | load average |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        if "error" in r:
-            parts.append(f"2^{r['scale']}: failed ({r['error']})")
+        if "error" in r and "iteration_s_median" not in r:
+            lines.append(f"| 2^{r['scale']} | failed ({r['error']}) | | | | | | | | |")
             continue
-        parts.append(f"2^{r['scale']}: iteration {1e3 * r['iteration_s_median']:.0f} ms, "
-                     f"sampling {100 * r['sampling_share']:.0f}%, peak RSS "
-                     f"{r['peak_rss'] / 2**30:.2f} GiB = {r['rss_ratio']:.2f}x CSR + features "
-                     f"+ model + pool")
+        lines.append(
+            f"| 2^{r['scale']} | {r['edges'] / 1e6:.1f} M | {r['iteration_s_median']:.3f} s "
+            f"({r['iteration_s_p90']:.3f}) | {r['sampler_s_per_subgraph']:.3f} | "
+            f"{r['load_s']:.1f} | {r['load_peak_rss'] / gb:.2f} GB | {r['peak_rss'] / gb:.2f} GB "
+            f"| {r['sum_bytes'] / gb:.2f} GB | {r['rss_ratio']:.2f} "
+            f"({r['rss_ratio_above_baseline']:.2f}) | "
+            f"{_load(r['load_avg_start'][:1] + r['load_avg_end'][:1])} |")
     ratio = s.get("iteration_ratio")
-    return (f"- Scaling, `{res['command']}`: " + "; ".join(parts)
-            + (f"; largest / smallest iteration **{ratio:.2f}x** (target <= 1.25)"
-               if ratio is not None else "")
-            + f" (load average {_load(res['load_avg_end'])}).")
+    lines.append("")
+    if ratio is not None:
+        lines.append(f"  Largest / smallest scale iteration: **{ratio:.2f}x** (target <= "
+                     f"{s['target_iteration_ratio']}). Peak RSS <= {s['target_rss_ratio']}x "
+                     f"CSR + features + model + pool at: "
+                     + (", ".join(f"2^{r['scale']}" for r in rows
+                                  if r.get("rss_ratio", 99) <= s["target_rss_ratio"]) or "none")
+                     + f" (load average at the end {_load(res['load_avg_end'])}).")
+    return "\n".join(lines)
 
 
 BULLETS = {"sample": bullet_sample, "step": bullet_step, "spmm": bullet_spmm,

@@ -172,7 +172,8 @@ def test_readme_numbers_tiny(tmp_path):
     assert f"**{step['ratio_vs_gemm']:.2f}x**" in text
     assert "`scalegnn bench step --dataset kronecker:10:4" in text
     assert "Training epoch" in text and "GEMM floor" in text
-    assert "Scaling, `scalegnn bench scale --scales 10,11" in text and "2^11: iteration" in text
+    assert "Scaling, `scalegnn bench scale --scales 10,11" in text and "| 2^11 | " in text
+    assert "Largest / smallest scale iteration: **" in text
     assert (tmp_path / "bench_epoch_kron10").is_dir()           # --data-dir keeps the graph
 
 
