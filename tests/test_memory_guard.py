@@ -113,3 +113,47 @@ def test_data_info_prints_the_estimate(tmp_path, capsys):
     assert main(["data", "info", str(tmp_path / "gs"), "--config", str(cfg)]) == 0
     text = capsys.readouterr().out
     assert "memory     training needs about" in text and "evaluation activations" in text
+
+
+def shadow_config(**shadow):
+    cfg = small_config()
+    cfg.params["transductive"] = True
+    cfg.sections["shadow"] = {"extractors": [{"kind": "ppr", "k": 8},
+                                             {"kind": "khop", "depth": 2, "budget": 3}],
+                              "batch_size": 4, "eval_batch_size": 16, **shadow}
+    return cfg.validate()
+
+
+def test_shadow_estimate_terms_by_hand():
+    ds = make_tiny_dataset()          # n = 40, F = 6, 3 classes, every node in a split
+    cfg = shadow_config()
+    n, f, e = 40, 6, ds.graph.num_edges
+    t = memory.estimate_training_memory(ds, cfg).terms
+    assert t["graph"] == 8 * (n + 1) + 4 * e and t["training graph"] == 0
+    assert t["features"] == 2 * 4 * n * f and t["labels"] == 8 * n
+    assert t["scope lists"] == 2 * (8 * (4 + 4) + 16) * n        # ppr k=8, every target
+    scope = 8 + (1 + 3 + 9)                                       # ppr k + k-hop 1 + b + b^2
+    from scalegnn.nn import build_model
+    model = build_model(f, 3, hidden=8, arch="1-1", aggr="concat")
+    assert t["model and optimizer"] == 2 * 16 * sum(p.numel() for p in model.parameters())
+    assert t["iteration activations"] == 16 * 4 * scope * (16 + 16 + 3)
+    assert "normalization" not in t
+    link = memory.estimate_training_memory(ds, shadow_config(task="link")).terms
+    assert link["training graph"] > 0 and link["scope lists"] == t["scope lists"]
+
+
+def test_shadow_train_refused_with_one_line(tmp_path, monkeypatch, capsys):
+    save_graphsaint(make_tiny_dataset(), tmp_path / "gs")
+    cfg = tmp_path / "shadow.yml"
+    cfg.write_text("network:\n  - dim: 8\n    aggr: concat\n    arch: '1-1'\n"
+                   "params:\n  - lr: 0.01\n    transductive: true\nphase:\n  - end: 1\n"
+                   "    sampler: full\nshadow:\n  extractors: [{kind: khop, depth: 1, budget: 4}]\n"
+                   "  batch_size: 8\n")
+    monkeypatch.setattr(memory, "available_memory", lambda: 1000)
+    args = ["train", "--data", str(tmp_path / "gs"), "--config", str(cfg), "--no-progress",
+            "--out", str(tmp_path / "run"), "--threads", "1"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("scalegnn: error: memory: training needs")
+    assert not (tmp_path / "run").exists()
+    assert main(args + ["--force"]) == 0

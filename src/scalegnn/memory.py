@@ -30,6 +30,10 @@ evaluation activations full-graph pass (``train/evaluate.py``): the layer-wise p
                        :func:`_evaluation_bytes`)
 ====================== =====================================================================
 
+A config with a ``shadow:`` section is estimated by :func:`estimate_shadow_memory` instead: the
+same graph, training graph, features and labels, then the PPR lists kept per target, one
+training and one evaluation batch of per-target scopes, and the model per extractor branch.
+
 The subgraph's edge count is a rough upper-bound-style guess (a biased sampler on a power-law
 graph can exceed the mean degree); the pool is seldom the largest term at scale. What the
 estimate is compared with: ``available_memory()`` (MemAvailable, cgroup-limited) plus the
@@ -149,10 +153,10 @@ def _model_shape(dataset, config, product_first: bool) -> tuple[int, list[tuple]
     return n_params, layers
 
 
-def estimate_training_memory(dataset, config) -> MemoryEstimate:
-    """Peak-memory terms of training ``dataset`` with ``config`` (module docstring)."""
+def _data_terms(dataset, config) -> tuple[dict, int, float, bool, int]:
+    """The terms every mode shares (graph, training graph, features, labels): (terms, E_t,
+    bytes of one gathered feature row, whether the features are memory-mapped, resident)."""
     from scalegnn.features import SparseFeatures  # noqa: PLC0415
-    from scalegnn.sampling.loader import GraphSAINTLoader  # noqa: PLC0415
     p = config.params
     g = dataset.graph
     n, e = g.num_nodes, g.num_edges
@@ -170,8 +174,6 @@ def estimate_training_memory(dataset, config) -> MemoryEstimate:
     else:
         e_train = e
         t["training graph"] = 0
-    normalize = p["norm_loss"] and p["norm_aggr"]  # else no multipliers, no pre-sampling
-    t["normalization"] = FLOAT * e + (8 * e_train + 12 * n if normalize else 0) + 4 * n
     mapped = _is_mapped(x)
     if isinstance(x, SparseFeatures):
         t["features"] = x.nbytes
@@ -184,6 +186,27 @@ def estimate_training_memory(dataset, config) -> MemoryEstimate:
         t["features"] = FLOAT * n * f * (2 if copy else 1)
         row_bytes = FLOAT * f
     t["labels"] = int(np.asarray(dataset.labels).nbytes)
+    resident = g.nbytes + t["labels"] + (0 if mapped else FLOAT * n * f
+                                         if not isinstance(x, SparseFeatures) else x.nbytes)
+    if inductive and dataset.has_train_graph:
+        resident += dataset.train_graph.nbytes
+    return t, e_train, row_bytes, mapped or isinstance(x, SparseFeatures), resident
+
+
+def estimate_training_memory(dataset, config) -> MemoryEstimate:
+    """Peak-memory terms of training ``dataset`` with ``config`` (module docstring); a config
+    with a ``shadow:`` section gets :func:`estimate_shadow_memory`."""
+    if "shadow" in config.sections:
+        return estimate_shadow_memory(dataset, config)
+    from scalegnn.sampling.loader import GraphSAINTLoader  # noqa: PLC0415
+    p = config.params
+    g = dataset.graph
+    n, e = g.num_nodes, g.num_edges
+    train = int(dataset.train_idx.size)
+    inductive = not p["transductive"]
+    t, e_train, row_bytes, product_first, resident = _data_terms(dataset, config)
+    normalize = p["norm_loss"] and p["norm_aggr"]  # else no multipliers, no pre-sampling
+    t["normalization"] = FLOAT * e + (8 * e_train + 12 * n if normalize else 0) + 4 * n
     vs = _subgraph_nodes(config, dataset, train if inductive else n)
     mean_deg = (e_train if inductive else e) / max(train if inductive else n, 1)
     sub_edges = vs * min(mean_deg, vs)
@@ -197,18 +220,61 @@ def estimate_training_memory(dataset, config) -> MemoryEstimate:
         presampled = min(GraphSAINTLoader.PRESAMPLE_KEEP_BYTES,
                          count * (8 * vs + 24 * sub_edges))
     t["sampler pool"] = int(in_flight * batch + presampled)
-    n_params, layers = _model_shape(dataset, config, mapped or isinstance(x, SparseFeatures))
+    n_params, layers = _model_shape(dataset, config, product_first)
     t["model and optimizer"] = 4 * FLOAT * n_params
     t["iteration activations"] = int(sum(4 * FLOAT * vs * w_out for _, w_out, _, _ in layers))
     # standardized mapped rows are read into memory for evaluation (evaluate.as_tensor)
-    read_in = mapped and (getattr(x, "standardized", False) or
-                          (p["standardize"] and not dataset.meta.get("standardized")))
+    x = dataset.features
+    read_in = _is_mapped(x) and (getattr(x, "standardized", False) or
+                                 (p["standardize"] and not dataset.meta.get("standardized")))
     t["evaluation activations"] = _evaluation_bytes(n, layers, dataset.num_classes) \
-        + (FLOAT * n * f if read_in else 0)
-    resident = g.nbytes + t["labels"] + (0 if mapped else FLOAT * n * f
-                                         if not isinstance(x, SparseFeatures) else x.nbytes)
-    if inductive and dataset.has_train_graph:
-        resident += dataset.train_graph.nbytes
+        + (FLOAT * n * dataset.num_features if read_in else 0)
+    return MemoryEstimate({k: int(v) for k, v in t.items()}, int(resident))
+
+
+def _scope_nodes(spec: dict, n: int) -> int:
+    """Most nodes one extractor's scope holds: k for PPR, 1 + b + ... + b^depth for k-hop."""
+    if spec.get("kind") == "ppr":
+        return min(int(spec.get("k", 200)), n)
+    b, depth = int(spec.get("budget", 20)), int(spec.get("depth", 2))
+    return min(sum(b ** i for i in range(depth + 1)), n)
+
+
+def estimate_shadow_memory(dataset, config) -> MemoryEstimate:
+    """Peak-memory terms of a shaDow-GNN run (``shadow:`` section): the shared data terms,
+    the PPR lists kept for every target (k node ids and float32 scores each, twice while
+    chunks merge), the training graph a link task builds from its training edges, the
+    model, one training batch (``batch_size`` targets, each with one scope per extractor:
+    gathered rows, scope CSR, 4 floats per output width) and one evaluation batch
+    (``eval_batch_size`` targets, 2 floats per width: no gradients), and the evaluation
+    outputs."""
+    p, sh = config.params, config.section("shadow")
+    g = dataset.graph
+    n = g.num_nodes
+    t, _, row_bytes, product_first, resident = _data_terms(dataset, config)
+    link = sh["task"] == "link"
+    if link:  # Graph.from_edges of the training share of the edges, and the pair lists
+        t["training graph"] = 8 * (n + 1) + int(g.num_edges * sh["edge_split"][0]) \
+            * g.indices.itemsize + 16 * g.num_edges // 2
+    targets = n if link else int(dataset.train_idx.size + dataset.val_idx.size
+                                 + dataset.test_idx.size)
+    specs = sh["extractors"]
+    per_target = 2 if link else 1
+    scope = sum(_scope_nodes(s, n) for s in specs) * per_target
+    t["scope lists"] = int(sum(2 * (_scope_nodes(s, n) * (g.indices.itemsize + FLOAT) + 16)
+                               * targets for s in specs if s.get("kind") == "ppr"))
+    n_params, layers = _model_shape(dataset, config, product_first)
+    t["model and optimizer"] = 4 * FLOAT * n_params * len(specs)
+    mean_deg = g.num_edges / max(n, 1)
+    scope_edges = scope * min(mean_deg, scope / max(len(specs) * per_target, 1))
+    widths = sum(w_out for _, w_out, _, _ in layers)
+    rows, eval_rows = sh["batch_size"] * scope, sh["eval_batch_size"] * scope
+    batch = rows * (row_bytes + 16) + 12 * sh["batch_size"] * scope_edges
+    t["sampler pool"] = int((p["pool_depth"] + 1) * batch)
+    t["iteration activations"] = int(4 * FLOAT * rows * widths)
+    t["evaluation activations"] = int(eval_rows * (row_bytes + 2 * FLOAT * widths)
+                                      + 12 * sh["eval_batch_size"] * scope_edges
+                                      + FLOAT * targets * max(dataset.num_classes, 1))
     return MemoryEstimate({k: int(v) for k, v in t.items()}, int(resident))
 
 

@@ -86,13 +86,14 @@ def build_run_model(mode: Mode, config: Config) -> torch.nn.Module:
 
 
 def guard_memory(source, config: Config, force: bool = False) -> None:
-    """Refuse (DataError, one line) a GraphSAINT-mode run whose estimated peak memory
-    (:func:`scalegnn.memory.estimate_training_memory`) exceeds the available memory, unless
-    ``force``. Other modes (shaDow, distributed ranks) have their own memory shapes: unchecked."""
+    """Refuse (DataError, one line) a single-process run (GraphSAINT or shaDow-GNN) whose
+    estimated peak memory (:func:`scalegnn.memory.estimate_training_memory`) exceeds the
+    available memory, unless ``force``. Distributed ranks (a prebuilt :class:`Mode`) hold
+    their own partitions: unchecked here."""
     from scalegnn.train.modes import GraphSAINTMode  # noqa: PLC0415
     if isinstance(source, GraphSAINTMode):
         dataset = source.dataset
-    elif isinstance(source, Mode) or "shadow" in config.sections:
+    elif isinstance(source, Mode):
         return
     else:
         dataset = source
