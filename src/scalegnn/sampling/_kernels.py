@@ -540,10 +540,14 @@ def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bit
     Subgraph i: nodes at out_nodes[node_off[i]:], indptr (k+1 entries) at
     out_indptr[node_off[i]+i:], edges at edge_off[i], followed by one padding slot. Each local
     row is the parent row of vs[j] filtered by membership (the |V|-bit map, which stays in
-    cache); only hits read the |V|-entry local-id map. A branch-free store of every scanned
-    entry read that map for all of them: at 2^24 nodes it is 64 MiB, the frontier sampler's
-    hub rows are ~96% misses, and those cache misses made the scan 4x slower (288 vs 67 ms
-    per subgraph, ``bench scale``). Rows come out sorted since parent rows are. Parent edge id = scan position. If out_data is
+    cache), written branch-free: every scanned entry is stored at the row's cursor, which
+    advances only on a hit (the stray store after a row's last hit lands on the next row's
+    first slot, rewritten next, or on the padding slot). The local id is read from the
+    |V|-entry map at v for a hit and at 0 for a miss: reading it at v for every entry cost a
+    cache miss each once the map outgrew the cache (64 MiB at 2^24 nodes, where ~96% of a
+    frontier subgraph's scanned hub entries miss: 152 vs 45 ms per subgraph on 2 threads),
+    and a branch instead mispredicts on the ~1/3 hit rate of smaller graphs (rw 2x slower on
+    kronecker:17:8). Rows come out sorted since parent rows are. Parent edge id = scan position. If out_data is
     non-empty, value = edge_values[parent id] (1 if empty) * row_scale[row] (1 if empty, or
     1/deg(row) in the parent graph if ``inv_degree``: no |V|-float table), the row scale
     gathered once per row. Then the transpose permutation by journal Alg. 6 for a
@@ -585,12 +589,12 @@ def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bit
                 p = np.uint64(eo + ip[j])
                 for e in _scan_range(indptr[u], indptr[u + 1]):
                     v = np.uint32(indices[e])
-                    if _member(bt, v):
-                        out_indices[p] = mk[v]
-                        out_eids[p] = e
-                        if has_data:
-                            out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
-                        p += np.uint64(1)
+                    hit = _member(bt, v)
+                    out_indices[p] = mk[v * hit]   # a miss reads mk[0]: always in cache
+                    out_eids[p] = e
+                    if has_data:
+                        out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
+                    p += hit
             _mark_bits(vs, k, bt, np.uint64(0))
             for j in range(k):
                 mk[vs[j]] = -1

@@ -168,13 +168,15 @@ class Sampler:
         workers = int(min(threads, count, max(1, work // self.MIN_WORK)))
         # groups whose output arrays stay small enough (GROUP_BYTES, from the running mean
         # subgraph size) for malloc to recycle them: large fresh mmaps cost a page fault per
-        # 4 KiB; but not so small that the per-group kernel launches dominate. A group's
-        # subgraphs share its arrays, which live until the last of them is freed, so large
-        # subgraphs (frontier ones at 2^24 nodes: ~24 MB each) go one per worker: groups of
-        # 8 kept up to 3 extra subgraphs resident in the loader's pool.
+        # 4 KiB; but not so small that the per-group kernel launches dominate (groups of 6
+        # instead of 8 cost mrw 15% of its rate on kronecker:17:8). A group's subgraphs share
+        # its arrays, which live until the last of them is freed, so subgraphs too large for
+        # a group of one per worker (frontier ones at 2^24 nodes: ~24 MB each) go one per
+        # worker: groups of 8 kept up to 3 extra subgraphs resident in the loader's pool.
         per_sub = (4.0 + 2 * self._id_dtype().itemsize + 4.0) * self._mean_edges \
             + 16.0 * self.cap + 1.0
-        group = max(int(self.GROUP_BYTES / per_sub), workers)
+        floor = workers if per_sub * workers > self.GROUP_BYTES else max(4 * workers, 4)
+        group = max(int(self.GROUP_BYTES / per_sub), floor)
         subs: list[Subgraph] = []
         with self._lock:  # the per-worker scratch maps are shared state
             prev = numba.get_num_threads()
