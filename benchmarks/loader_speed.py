@@ -16,8 +16,8 @@ per format:
 * ``peak_mb``: peak RSS of the child above its baseline, where the baseline is the RSS after
   the imports and a warm-up load of a tiny dataset of the same format (JIT caches, imports);
   the peak is VmHWM after resetting it through /proc/self/clear_refs.
-* ``data_mb``: the loaded Dataset's CSR(s) (graph, and the stored train_graph: GraphSAINT's
-  adj_train) + features;
+* ``data_mb``: the loaded Dataset's CSR(s) (graph, and a train_graph held after loading: none
+  for GraphSAINT folders, whose adj_train.npz is read on first use) + features;
   ``ratio`` = peak_mb / data_mb (target <= 2).
 * ``cpu_seconds``: user + system time of the load, all threads (wall time on a shared machine
   depends on its load; CPU time much less).
