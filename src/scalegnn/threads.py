@@ -22,14 +22,22 @@ def set_threads(n: int) -> int:
     return torch.get_num_threads()
 
 
+def _glibc(name: str, *argtypes):
+    """glibc's function ``name`` taking ``argtypes`` and returning int; None off glibc."""
+    try:
+        fn = getattr(ctypes.CDLL("libc.so.6"), name)
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = list(argtypes)
+    fn.restype = ctypes.c_int
+    return fn
+
+
 def _mallopt(settings) -> bool:
     """Apply glibc ``mallopt`` (param, value) pairs; False off glibc or if one is refused."""
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
+    mallopt = _glibc("mallopt", ctypes.c_int, ctypes.c_int)
+    if mallopt is None:
         return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
     return all([mallopt(param, value) == 1 for param, value in settings])
 
 
@@ -55,13 +63,8 @@ def trim_heap() -> bool:
     loading and sampler setup (degree tables, node sets: up to 32 MiB each, below the mmap
     threshold) would stay resident for the whole run: ~200 MiB at 2^22 nodes. Training's own
     buffers are allocated after it and are kept as before. A no-op (False) off glibc."""
-    try:
-        malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return False
-    malloc_trim.argtypes = [ctypes.c_size_t]
-    malloc_trim.restype = ctypes.c_int
-    return bool(malloc_trim(0))
+    malloc_trim = _glibc("malloc_trim", ctypes.c_size_t)
+    return malloc_trim is not None and bool(malloc_trim(0))
 
 
 def keep_freed_memory() -> bool:
