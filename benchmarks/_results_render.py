@@ -262,3 +262,53 @@ def page(sections: dict) -> str:
         out.append(f"## {text.TITLES[name]}")
         out.append(RENDER[name](sec, sections))
     return "\n\n".join(out).rstrip() + "\n"
+
+
+# ----------------------------------------------------------------------------- README headline
+def _find(sections, name, rid):
+    return next((r for r in sections[name]["records"] if r.get("id") == rid), None)
+
+
+def _when(r) -> str:
+    return r.get("date") or "date not recorded"
+
+
+def headline(sections: dict) -> str:
+    """The README's results table: a few key numbers, each with its command and date."""
+    rows = []
+    acc = [_find(sections, "accuracy", c) for c in ("cora_rw", "facebook_rw", "tolokers_rw")]
+    if all(acc):
+        rows.append(["GraphSAINT test accuracy / ROC-AUC, mean of 3 seeds",
+                     " / ".join(f"{r['dataset'].title()} {f3(r['mean'])}" for r in acc),
+                     f"`{acc[0]['command']}` ({_when(acc[0])})"])
+    sh = [_find(sections, "shadow", f"shadow:{d}") for d in ("cora", "facebook", "tolokers")]
+    if all(sh):
+        rows.append(["shaDow-GNN, same datasets", " / ".join(f"{f3(r['mean'])}" for r in sh),
+                     f"`{sh[0]['command'].replace('cora', 'DATASET')}` ({_when(sh[0])})"])
+    lk, cn = _find(sections, "link", "link:facebook"), _find(sections, "link",
+                                                               "heuristic:facebook:common_neighbours")
+    if lk and cn:
+        rows.append(["Facebook link prediction, Hits@50 / MRR (common neighbours)",
+                     f"{f3(lk['hits50_mean'])} / {f3(lk['mrr_mean'])} ({f3(cn['hits50'])} / "
+                     f"{f3(cn['mrr'])})", f"`{lk['command']}` ({_when(lk)})"])
+    step, scale = _find(sections, "speed", "speed:step"), _find(sections, "speed", "speed:scale")
+    if step:
+        rows.append(["one training step / its GEMMs alone (target <= 1.3)",
+                     f"{step['tails'][0]['ratio']:.3f}x", f"`{step['command']}` ({_when(step)})"])
+    if scale:
+        last = scale["rows"][-1]
+        rows.append([f"iteration time 2^{last['scale']} / 2^{scale['rows'][0]['scale']} nodes; "
+                     f"peak RSS / data at 2^{last['scale']}",
+                     f"{scale['iteration_ratio']:.3f}x; {last['ratio']:.2f}x",
+                     f"`{scale['command']}` ({_when(scale)})"])
+    kron = _find(sections, "distributed", "shaped:kronecker_17_16")
+    if kron:
+        rows.append(["distributed epoch, boundary kept with p = 0.1 vs 1 (4 ranks, 1 Gbit/s)",
+                     f"{kron['epoch_ratio']:.3f}x", f"`{kron['command']}` ({_when(kron)})"])
+    shp_rows = [r for r in sections["shp"]["records"] if r.get("dataset") == "facebook"]
+    if shp_rows:
+        import _results_tables as tables
+        rows.append(["SHP / HP expected minibatch volume, facebook K = 4-32 (target <= 0.95)",
+                     f"{tables.geomean(r['shp_vs_hp'] for r in shp_rows):.3f}",
+                     f"`{shp_rows[0]['command'].split(' --out ')[0]}` ({_when(shp_rows[0])})"])
+    return table(["what", "measured", "command (date)"], rows)

@@ -12,7 +12,8 @@ it, its ``date`` and the load average (``load_avg``) around it; records transcri
 earlier README carry a ``source`` instead of a fresh run.
 
 ``render`` writes ``docs/results.md`` from the stored records alone (deterministic: same
-records, same page); ``--check`` only compares and exits 1 when the page is stale.
+records, same page), and the results table between the headline markers of ``README.md``;
+``--check`` only compares and exits 1 when either is stale.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ import _results_run as runners
 
 RESULTS = ROOT / "docs" / "results"
 PAGE = ROOT / "docs" / "results.md"
+README = ROOT / "README.md"
+HEADLINE = ("<!-- results headline: written by `python benchmarks/results.py render` -->",
+            "<!-- end of results headline -->")
 SECTIONS = ("accuracy", "shadow", "link", "sparse", "speed", "loaders", "distributed",
             "partition", "shp")
 
@@ -111,22 +115,31 @@ def cmd_run(args) -> int:
     return status
 
 
-def render_page() -> str:
-    sections = {name: load_section(name) for name in SECTIONS}
-    return render_sections.page(sections)
+def with_headline(readme: str, sections: dict) -> str:
+    """``readme`` with the text between the HEADLINE markers replaced by the results table."""
+    start, end = HEADLINE
+    if start not in readme or end not in readme:
+        return readme
+    head, rest = readme.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    return f"{head}{start}\n{render_sections.headline(sections)}\n{end}{tail}"
 
 
 def cmd_render(args) -> int:
-    text = render_page()
+    sections = {name: load_section(name) for name in SECTIONS}
+    outputs = {PAGE: render_sections.page(sections)}
+    if README.exists():
+        outputs[README] = with_headline(README.read_text(encoding="utf-8"), sections)
+    stale = [p for p, text in outputs.items()
+             if (p.read_text(encoding="utf-8") if p.exists() else "") != text]
     if args.check:
-        current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
-        if current != text:
-            print(f"results.py: {PAGE.relative_to(ROOT)} is stale: run "
+        for p in stale:
+            print(f"results.py: {p.relative_to(ROOT)} is stale: run "
                   "`python benchmarks/results.py render`", file=sys.stderr)
-            return 1
-        return 0
-    atomic_write_text(PAGE, text)
-    print(f"results.py: wrote {PAGE.relative_to(ROOT)}", file=sys.stderr)
+        return 1 if stale else 0
+    for p in stale:
+        atomic_write_text(p, outputs[p])
+        print(f"results.py: wrote {p.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
 
