@@ -106,8 +106,8 @@ class Trainer:
     ``config`` (None: the built-in default, :meth:`Config.builtin`); write the run directory
     ``out_dir`` (None: nothing is written).
 
-    >>> result = Trainer(dataset, Config.from_yaml("configs/shared/cora_rw.yml"), "runs/cora").fit()
-    >>> result["test"]["accuracy"]
+        >>> result = Trainer(dataset, Config.from_yaml("configs/shared/cora_rw.yml"), "runs/cora").fit()
+        >>> result["test"]["accuracy"]
 
     ``resume``: continue the run in ``out_dir`` from its ``last.pt`` (a run that died before its
     first checkpoint starts over); ``overwrite``: replace the run in ``out_dir``.
