@@ -79,7 +79,7 @@ def test_graphsaint_feature_size_mismatch(gs):
 
 def test_graphsaint_nan_features(gs):
     folder, ref = gs
-    x = ref.features.copy()
+    x = np.array(ref.features)
     x[3, 1] = np.nan
     np.save(folder / "feats.npy", x)
     expect(folder, "feats.npy", "NaN or inf")

@@ -252,7 +252,7 @@ def test_from_arrays_and_edge_index_agree_across_input_types():
         Dataset.from_arrays(a.toarray(), ref.labels, ref.features, train=masks[0],
                             val=masks[1], test=masks[2]),
         Dataset.from_arrays(torch.from_numpy(a.toarray()).to_sparse(), torch.from_numpy(ref.labels),
-                            torch.from_numpy(ref.features), train=ref.train_idx,
+                            torch.from_numpy(np.asarray(ref.features)), train=ref.train_idx,
                             val=ref.val_idx, test=ref.test_idx),
         Dataset.from_edge_index(torch.from_numpy(np.stack([src, dst])), ref.labels,
                                 ref.features, train=torch.from_numpy(ref.train_idx),

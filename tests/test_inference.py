@@ -174,9 +174,9 @@ def test_new_data_is_standardized_by_the_runs_training_statistics(saint_run):
     new = scalegnn.load_run(run_dir, other)
     assert new.new_data
     ref = load_dataset(DATA)
-    fit = ref.features[np.sort(ref.train_idx)].astype(np.float64)
+    fit = np.asarray(ref.features, dtype=np.float64)[np.sort(ref.train_idx)]
     mean, std = fit.mean(0), np.where(fit.std(0) == 0, 1.0, fit.std(0))
-    raw = load_dataset(other).features.astype(np.float64)
+    raw = np.asarray(load_dataset(other).features, dtype=np.float64)
     assert np.allclose(new.dataset.features, (raw - mean) / std, atol=1e-6)
     assert not np.allclose(new.dataset.features,
                            standardize_features(load_dataset(other)).features, atol=1e-3)

@@ -13,7 +13,7 @@ from scalegnn.config import Config
 from scalegnn.data import load_dataset
 from scalegnn.data.graphsaint import save_graphsaint
 from scalegnn.errors import DataError
-from scalegnn.mapped_features import MappedFeatures
+from scalegnn.features import MappedFeatures, Statistics
 
 
 def small_config():
@@ -66,7 +66,8 @@ def test_mapped_features_count_as_gathered_rows_only(tmp_path):
     # evaluation reads standardized mapped rows in: n x F more there
     assert est.terms["evaluation activations"] >= 4 * 40 * 6
     assert est.resident < ram.resident
-    std = MappedFeatures(mapped.features, np.zeros(6), np.ones(6))
+    std = mapped.features.with_statistics(Statistics(np.zeros(6), np.ones(6)))
+    assert isinstance(std, MappedFeatures) and std.resident_bytes == 0
     assert std.nbytes == mapped.features.nbytes
 
 

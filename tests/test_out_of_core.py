@@ -16,15 +16,11 @@ from scalegnn.config import Config
 from scalegnn.data import _build, load_dataset
 from scalegnn.data.graphsaint import save_graphsaint, write_class_map, write_roles
 from scalegnn.data.synthetic import kronecker_dataset
-from scalegnn.data.transforms import (
-    apply_statistics,
-    fit_statistics,
-    standardize_features,
-)
+from scalegnn.data.transforms import standardize_features
 from scalegnn.errors import ConfigError, DataError
-from scalegnn.features import SparseFeatures, gather_rows
+from scalegnn.features import (MappedFeatures, SparseFeatures, apply_statistics,
+                               check_mmap_features, column_statistics, should_map)
 from scalegnn.graph import Graph
-from scalegnn.mapped_features import MappedFeatures, check_mmap_features, should_map
 
 
 def assert_same_data(a, b):
@@ -43,7 +39,7 @@ def assert_same_data(a, b):
 def test_kronecker_out_matches_in_memory(tmp_path, kw):
     ref = kronecker_dataset(9, 6, seed=4, features=11, **kw)
     out = kronecker_dataset(9, 6, seed=4, features=11, out=tmp_path / "k", **kw)
-    assert isinstance(out.features, np.memmap) and not out.features.flags.writeable
+    assert out.features.mapped and not out.features.array.flags.writeable
     assert_same_data(ref, out)
     assert_same_data(ref, load_dataset(str(tmp_path / "k"), mmap=True))
     back = load_dataset(str(tmp_path / "k"))
@@ -131,7 +127,7 @@ def test_save_graphsaint_streams_every_feature_kind(tmp_path):
     x = np.asarray(ref.features, dtype=np.float32)
     save_graphsaint(ref, tmp_path / "a")
     mapped = load_dataset(str(tmp_path / "a"), mmap=True)
-    assert isinstance(mapped.features, np.memmap)
+    assert mapped.features.mapped and not mapped.features.standardized
     save_graphsaint(mapped, tmp_path / "b")     # memmap source
     np.testing.assert_array_equal(np.load(tmp_path / "b" / "feats.npy"), x)
     std = standardize_features(mapped)           # MappedFeatures: standardized rows written
@@ -157,8 +153,8 @@ def test_fit_statistics_blocks_match_numpy():
     x = np.random.default_rng(0).standard_normal((1000, 7)).astype(np.float32) * 3 + 1
     x[:, 2] = 5.0  # constant column -> std 1
     nodes = np.random.default_rng(1).choice(1000, 600, replace=False)
-    m1, s1 = fit_statistics(x, nodes)
-    m2, s2 = fit_statistics(x, nodes, block=37)
+    m1, s1 = column_statistics(x, nodes).mean, column_statistics(x, nodes).std
+    m2, s2 = column_statistics(x, nodes, block=37).mean, column_statistics(x, nodes, block=37).std
     fit = x[np.sort(nodes)].astype(np.float64)
     np.testing.assert_array_equal(m1, fit.mean(0))  # one block: numpy's own numbers
     np.testing.assert_allclose(m2, m1, rtol=1e-12, atol=1e-12)
@@ -170,17 +166,18 @@ def test_mapped_features_equal_the_in_memory_copy(tmp_path):
     x = np.random.default_rng(0).standard_normal((500, 9)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     mm = np.load(tmp_path / "x.npy", mmap_mode="r")
-    mean, std = fit_statistics(mm, np.arange(0, 500, 3))
-    dense = apply_statistics(x, mean, std)
-    mf = MappedFeatures(mm, mean, std)
+    stats = column_statistics(mm, np.arange(0, 500, 3))
+    dense = apply_statistics(x, stats)
+    np.testing.assert_array_equal(apply_statistics(x, stats, chunk=7), dense)  # any chunking
+    mf = MappedFeatures(mm, statistics=stats)
     mf.block_rows = 64  # several blocks
     assert mf.shape == (500, 9) and mf.dtype == np.float32 and mf.mapped and len(mf) == 500
-    np.testing.assert_array_equal(mf.rows(10, 90), dense[10:90])
+    np.testing.assert_array_equal(mf.dense_rows(slice(10, 90)), dense[10:90])
     idx = np.array([499, 3, 250, 3, 0])
     np.testing.assert_array_equal(mf[idx], dense[idx])
     np.testing.assert_array_equal(mf[idx, [1, 4]], dense[idx][:, [1, 4]])
     np.testing.assert_array_equal(mf[dense[:, 0] > 0], dense[dense[:, 0] > 0])
-    np.testing.assert_array_equal(gather_rows(mf, idx).numpy(), dense[idx])
+    np.testing.assert_array_equal(mf.gather(idx).numpy(), dense[idx])
     np.testing.assert_array_equal(np.asarray(mf), dense)
     w = torch.randn(9, 4)
     torch.testing.assert_close(mf @ w, torch.from_numpy(dense) @ w, rtol=1e-5, atol=1e-5)
@@ -243,7 +240,7 @@ def test_training_on_memmap_matches_in_memory(tmp_path):
     a, _ = _losses(ram)
     b, trainer = _losses(mapped)
     assert isinstance(trainer.mode.dataset.features, MappedFeatures)  # no (n, F) copy made
-    assert trainer.mode.dataset.features.x is mapped.features
+    assert trainer.mode.dataset.features.array is mapped.features.array
     assert len(a) == 2 and a == b
 
 

@@ -240,7 +240,7 @@ def write_ogb(ds, root: Path) -> None:
     src, dst = ds.graph.edge_index()
     (raw / "edge.csv.gz").write_bytes(gz_lines(zip(src[src < dst], dst[src < dst])))
     (raw / "node-label.csv.gz").write_bytes(gz_lines([[int(v)] for v in ds.labels]))
-    (raw / "node-feat.csv.gz").write_bytes(gz_lines(ds.features.tolist()))
+    (raw / "node-feat.csv.gz").write_bytes(gz_lines(np.asarray(ds.features).tolist()))
     (raw / "num-node-list.csv.gz").write_bytes(gz_lines([[ds.num_nodes]]))
     sp_dir = root / "split" / "s"
     sp_dir.mkdir(parents=True)

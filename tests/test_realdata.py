@@ -43,7 +43,7 @@ def test_counts(shared_data, name):
 
 def test_cora_details(shared_data):
     ds = load_dataset(str(shared_data / "cora"), mmap=True)
-    assert isinstance(ds.features, np.memmap)
+    assert ds.features.mapped
     assert set(np.unique(ds.features)) <= {0.0, 1.0}
     assert ds.train_graph.num_edges == 42  # adj_train.npz: train-train edges only
     assert np.bincount(ds.labels[ds.train_idx]).tolist() == [20] * 7  # Planetoid: 20 per class

@@ -22,6 +22,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -369,7 +370,7 @@ def test_nan_loss_is_one_line_naming_the_epoch_python(tmp_path):
     ds = make_tiny_dataset(n=80)
     # finite float32 features near its maximum: the first layer's sums overflow to inf - inf
     # (1e30 or 1e36 do not diverge: the norm layers and grad_clip keep the loss finite)
-    huge = Dataset(ds.graph, ds.features * 1e38 + 1e38, ds.labels, ds.train_idx, ds.val_idx,
+    huge = Dataset(ds.graph, np.asarray(ds.features) * 1e38 + 1e38, ds.labels, ds.train_idx, ds.val_idx,
                    ds.test_idx, name="huge", source="huge", metric="accuracy").validate()
     cfg = Config().override(["params.standardize=false", "phase.end=3", "phase.num_root=10",
                              "network.dim=8"])

@@ -11,8 +11,8 @@ from scalegnn.config import Config
 from scalegnn.data.dataset import Dataset
 from scalegnn.data.transforms import standardize_features
 from scalegnn.errors import ConfigError, DataError
-from scalegnn.features import (SPARSE_MAX_DENSITY, SparseFeatures, choose_representation,
-                               gather_rows)
+from scalegnn.features import (SPARSE_MAX_DENSITY, DenseFeatures, SparseFeatures,
+                               as_feature_store, choose_representation)
 from scalegnn.graph import Graph
 from scalegnn.nn.models import build_model
 from scalegnn.ops import SparseAdj
@@ -119,7 +119,7 @@ def test_every_family_sparse_folded_equals_dense_standardized(family, opts):
     torch.manual_seed(0)
     model = build_model(ds.num_features, ds.num_classes, model=family, **opts).double()
     adj = SparseAdj.from_graph(ds.graph.row_normalized(), dtype=np.float64)
-    xd = torch.from_numpy(de_ds.features).double()
+    xd = torch.from_numpy(np.asarray(de_ds.features)).double()
     model.eval()
     out_d = model(xd, adj)
     out_s = model(sp_ds.features, adj)
@@ -146,8 +146,8 @@ def test_auto_keeps_csr_when_sparse_and_dense_otherwise():
     dense = ds.features.to_dense()
     assert isinstance(choose_representation(dense, "auto"), SparseFeatures)  # 6% <= threshold
     full = np.ones((10, 4), np.float32)
-    assert choose_representation(full, "auto") is full
-    assert isinstance(choose_representation(ds.features, "dense"), np.ndarray)
+    assert choose_representation(full, "auto").array is full           # kept, not copied
+    assert isinstance(choose_representation(ds.features, "dense"), DenseFeatures)
     assert isinstance(choose_representation(full, "sparse"), SparseFeatures)
     assert SPARSE_MAX_DENSITY < 0.5
     with pytest.raises(ConfigError, match="params.feature_format"):
@@ -213,7 +213,7 @@ def test_loader_batches_carry_csr_rows():
     assert np.array_equal(b.x.to_dense(), ds.features.to_dense()[b.nodes])
     assert b.to("cpu").x is b.x
     loader.close()
-    dense = gather_rows(ds.features.to_dense(), b.nodes)
+    dense = as_feature_store(ds.features.to_dense()).gather(b.nodes)
     assert isinstance(dense, torch.Tensor) and torch.equal(dense, torch.from_numpy(
         b.x.to_dense()))
 

@@ -314,8 +314,7 @@ def _scaled_like_run(dataset, recorded, config, info: dict, path: Path):
     import dataclasses  # noqa: PLC0415
 
     from scalegnn.data import load_dataset  # noqa: PLC0415
-    from scalegnn.train.modes import prepared_dataset  # noqa: PLC0415
-    from scalegnn.train.transfer import standardized_like  # noqa: PLC0415
+    from scalegnn.data.transforms import prepared_dataset, standardized_like  # noqa: PLC0415
     options = info.get("data_options") or None
     try:
         ref = load_dataset(recorded, split=int(info.get("split") or 0), seed=0,

@@ -11,8 +11,10 @@ is left as it was.
 * :func:`atomic_folder` — context manager yielding a temporary folder that replaces ``path``
   on success (an existing folder at ``path`` is moved aside and removed after the swap).
 
-and :func:`read_json_object`, the one reader of the small JSON files a run directory holds, and
-:func:`same_path`, the one test of whether a given path names a recorded one.
+:func:`write_npy_blocks` / :func:`read_npy_blocks` stream a float32 ``.npy`` in row blocks with
+plain file reads and writes (nothing mapped, so nothing counts in the resident set), and
+:func:`read_json_object` is the one reader of the small JSON files a run directory holds;
+:func:`same_path` the one test of whether a given path names a recorded one.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
+from scalegnn.errors import DataError
+
 __all__ = ["atomic_open", "atomic_write_bytes", "atomic_write_text", "atomic_write_json",
            "atomic_save_npy", "atomic_save_npz", "atomic_folder", "read_json_object",
-           "same_path"]
+           "same_path", "write_npy_blocks", "read_npy_blocks", "whole_npy_file"]
 
 
 @contextlib.contextmanager
@@ -116,7 +120,6 @@ def atomic_folder(path, overwrite: bool = False):
 def read_json_object(path, *, missing_ok: bool = False) -> dict:
     """The JSON object in ``path`` (``run.json``, ``summary.json``...); ``{}`` for a missing file
     when ``missing_ok``. A damaged file is a one-line :class:`~scalegnn.errors.DataError`."""
-    from scalegnn.errors import DataError
     path = Path(path)
     if missing_ok and not path.is_file():
         return {}
@@ -141,3 +144,52 @@ def same_path(given, recorded) -> bool:
         return Path(given).resolve() == Path(recorded).resolve()
     except OSError:
         return False
+
+
+def whole_npy_file(x):
+    """The .npy file ``x`` maps whole (a float32 C-order memmap of all of it), else None."""
+    name = getattr(x, "filename", None) if isinstance(x, np.memmap) else None
+    if name is None or x.dtype != np.float32 or not x.flags.c_contiguous:
+        return None
+    try:
+        m = np.load(name, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError):
+        return None
+    whole = isinstance(m, np.memmap) and m.shape == x.shape and m.offset == x.offset \
+        and m.dtype == x.dtype
+    return name if whole else None
+
+
+def write_npy_blocks(path, shape: tuple[int, int], blocks) -> None:
+    """A float32 .npy of ``shape`` from consecutive row ``blocks``, written with plain file
+    writes (a memmap would count every written page in this process's resident set)."""
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(
+            np.dtype(np.float32)), "fortran_order": False, "shape": tuple(shape)})
+        rows = 0
+        for block in blocks:
+            np.ascontiguousarray(block, dtype=np.float32).tofile(f)
+            rows += block.shape[0]
+    if rows != shape[0]:
+        raise ValueError(f"write_npy_blocks: {rows} rows written, {shape[0]} expected")
+
+
+def read_npy_blocks(path, step: int, buf=None):
+    """``(start, rows)`` of a float32 C-order 2-D .npy, read into one reused buffer of ``step``
+    rows (``buf`` when given) with plain file reads (nothing mapped, nothing resident beyond
+    the buffer)."""
+    m = np.load(path, mmap_mode="r", allow_pickle=False)  # header only: no page is read
+    if not isinstance(m, np.memmap) or m.dtype != np.float32 or m.ndim != 2 \
+            or not m.flags.c_contiguous:
+        raise DataError(f"{path}: expected a C-order 2-D float32 .npy")
+    (n, width), offset = m.shape, m.offset
+    del m
+    with open(path, "rb") as f:
+        f.seek(offset)
+        if buf is None or buf.shape[0] < min(step, n) or buf.shape[1] != width:
+            buf = np.empty((min(step, n), width), dtype=np.float32)
+        for s in range(0, n, step):
+            b = buf[:min(step, n - s)]
+            if f.readinto(memoryview(b).cast("B")) != b.nbytes:
+                raise DataError(f"{path}: truncated .npy")
+            yield s, b

@@ -92,11 +92,6 @@ class MemoryEstimate:
         return [head] + [f"  {k:<23}{human_bytes(v):>10}" for k, v in order]
 
 
-def _is_mapped(x) -> bool:
-    from scalegnn.mapped_features import MappedFeatures  # noqa: PLC0415
-    return isinstance(x, np.memmap) or (isinstance(x, MappedFeatures) and x.mapped)
-
-
 def _subgraph_nodes(config, dataset, train_nodes: int) -> int:
     """The largest expected |V_s| over the config's phases (the samplers' budgets)."""
     sizes = []
@@ -155,13 +150,12 @@ def _model_shape(dataset, config, product_first: bool) -> tuple[int, list[tuple]
 
 def _data_terms(dataset, config) -> tuple[dict, int, float, bool, int]:
     """The terms every mode shares (graph, training graph, features, labels): (terms, E_t,
-    bytes of one gathered feature row, whether the features are memory-mapped, resident)."""
-    from scalegnn.features import SparseFeatures  # noqa: PLC0415
+    bytes of one gathered feature row, whether the features are CSR or memory-mapped (the
+    first layer's product then comes first), resident bytes)."""
     p = config.params
     g = dataset.graph
     n, e = g.num_nodes, g.num_edges
     x = dataset.features
-    f = dataset.num_features
     train = int(dataset.train_idx.size)
     inductive = not p["transductive"]
     t = {"graph": g.nbytes}
@@ -174,23 +168,15 @@ def _data_terms(dataset, config) -> tuple[dict, int, float, bool, int]:
     else:
         e_train = e
         t["training graph"] = 0
-    mapped = _is_mapped(x)
-    if isinstance(x, SparseFeatures):
-        t["features"] = x.nbytes
-        row_bytes = x.nbytes / max(n, 1)
-    elif mapped:
-        t["features"] = 0
-        row_bytes = FLOAT * f
-    else:
-        copy = p["standardize"] and not dataset.meta.get("standardized")
-        t["features"] = FLOAT * n * f * (2 if copy else 1)
-        row_bytes = FLOAT * f
+    # an in-memory dense matrix is copied when standardized; CSR folds the statistics in and
+    # a mapped one applies them on read
+    copy = not (x.sparse or x.mapped) and p["standardize"] and not dataset.meta.get("standardized")
+    t["features"] = x.resident_bytes * (2 if copy else 1)
     t["labels"] = int(np.asarray(dataset.labels).nbytes)
-    resident = g.nbytes + t["labels"] + (0 if mapped else FLOAT * n * f
-                                         if not isinstance(x, SparseFeatures) else x.nbytes)
+    resident = g.nbytes + t["labels"] + x.resident_bytes
     if inductive and dataset.has_train_graph:
         resident += dataset.train_graph.nbytes
-    return t, e_train, row_bytes, mapped or isinstance(x, SparseFeatures), resident
+    return t, e_train, x.row_bytes, x.mapped or x.sparse, resident
 
 
 def estimate_training_memory(dataset, config) -> MemoryEstimate:
@@ -225,8 +211,8 @@ def estimate_training_memory(dataset, config) -> MemoryEstimate:
     t["iteration activations"] = int(sum(4 * FLOAT * vs * w_out for _, w_out, _, _ in layers))
     # standardized mapped rows are read into memory for evaluation (evaluate.as_tensor)
     x = dataset.features
-    read_in = _is_mapped(x) and (getattr(x, "standardized", False) or
-                                 (p["standardize"] and not dataset.meta.get("standardized")))
+    read_in = x.mapped and (x.standardized or
+                            (p["standardize"] and not dataset.meta.get("standardized")))
     t["evaluation activations"] = _evaluation_bytes(n, layers, dataset.num_classes) \
         + (FLOAT * n * dataset.num_features if read_in else 0)
     return MemoryEstimate({k: int(v) for k, v in t.items()}, int(resident))

@@ -107,7 +107,6 @@ def step_config(args, multilabel: bool):
 def _batches(trainer, args) -> list:
     """``repeat + 1`` row-normalized mrw subgraphs as training batches (uniform loss weights)."""
     from scalegnn.batch import Batch
-    from scalegnn.features import gather_rows
     from scalegnn.sampling.samplers import make_sampler
     ds = trainer.mode.dataset
     sampler = make_sampler("mrw", ds.graph, ds.train_idx,
@@ -117,7 +116,7 @@ def _batches(trainer, args) -> list:
     for sub in sampler.sample(args.repeat + 1, args.seed, args.threads):
         n = len(sub.nodes)
         out.append(Batch(nodes=sub.nodes, adj=sub.graph.row_normalized(),
-                         adj_t_perm=sub.transpose_perm, x=gather_rows(ds.features, sub.nodes),
+                         adj_t_perm=sub.transpose_perm, x=ds.features.gather(sub.nodes),
                          y=torch.from_numpy(np.ascontiguousarray(ds.labels[sub.nodes])),
                          loss_weight=torch.full((n,), 1.0 / n)))
     return out

@@ -169,7 +169,7 @@ def map_features(spec: RunSpec) -> bool:
     a quarter of the available memory)."""
     from scalegnn.data._common import available_memory
     from scalegnn.data.graphsaint import feature_file_bytes
-    from scalegnn.mapped_features import should_map
+    from scalegnn.features import should_map
     setting = spec.config.params["mmap_features"]
     size = feature_file_bytes(spec.data) if setting == "auto" and spec.data else None
     return should_map(setting, size, available_memory() if size is not None else None)

@@ -86,6 +86,25 @@ def load_npy(path, what: str = "array", mmap: bool = False) -> np.ndarray:
     return x
 
 
+def load_features(path, n: int, mmap: bool = False) -> np.ndarray:
+    """(n, F) float32 features from .npy; memory-mapped read-only when ``mmap`` and float32."""
+    x = load_npy(path, "features", mmap=mmap)
+    if x.ndim != 2:
+        raise DataError(f"{path}: features must be 2-D, got shape {tuple(x.shape)}")
+    check_features_rows(x, n, path)
+    if x.dtype != np.float32:
+        if x.dtype.kind not in "fiub":
+            raise DataError(f"{path}: features must be numeric, got dtype {x.dtype}")
+        x = np.asarray(x, dtype=np.float32)
+    if not _finite_chunks(x):
+        raise DataError(f"{path}: features contain NaN or inf")
+    return x
+
+
+def _finite_chunks(x, chunk: int = 1 << 16) -> bool:
+    return all(np.isfinite(x[s:s + chunk]).all() for s in range(0, x.shape[0], chunk))
+
+
 def _read_mapped(path, m: np.memmap) -> np.ndarray:
     """The data of a mapped .npy read into memory with plain reads: copying out of the
     mapping would make its file pages resident in this process too (twice the array in RSS)."""

@@ -1,4 +1,5 @@
-"""Datasets built in Python from arrays: :meth:`Dataset.from_arrays` / :meth:`Dataset.from_edge_index`.
+"""Datasets built in Python from arrays: the fields of :meth:`Dataset.from_arrays` /
+:meth:`Dataset.from_edge_index` (which construct and validate the Dataset).
 
 Inputs may be numpy arrays, scipy sparse matrices or torch tensors (dense or sparse; moved
 to the CPU). The graph is made what every loader makes it: symmetric, deduplicated, without
@@ -21,20 +22,19 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 
 from scalegnn.data import _common as C
+from scalegnn.data.options import check_options, featureless_features
 from scalegnn.errors import DataError
+from scalegnn.features import as_feature_store, csr_features
 
 
 def _numpy(value, what: str):
     """A numpy array or scipy sparse matrix from numpy / scipy / torch input."""
     if sp.issparse(value):
         return value
-    try:
-        import torch
-    except ImportError:  # torch is a dependency; keep the module importable without it anyway
-        torch = None
-    if torch is not None and isinstance(value, torch.Tensor):
+    if isinstance(value, torch.Tensor):
         value = value.detach().cpu()
         if value.is_sparse or value.layout in (torch.sparse_csr, torch.sparse_csc):
             coo = value.to_sparse_coo().coalesce()
@@ -93,7 +93,6 @@ def _labels(labels, where: str) -> np.ndarray:
 def _features(features, n: int, where: str):
     x = _numpy(features, f"{where}: features")
     if sp.issparse(x):
-        from scalegnn.features import csr_features
         x = sp.csr_matrix(x)
         if x.shape[0] != n:
             raise DataError(f"{where}: features have {x.shape[0]} rows for {n} nodes")
@@ -101,7 +100,7 @@ def _features(features, n: int, where: str):
     x = C.finite_float32(x, f"{where}: features")
     if x.shape[0] != n:
         raise DataError(f"{where}: features have {x.shape[0]} rows for {n} nodes")
-    return x
+    return as_feature_store(x)
 
 
 def _split(splits, n: int, seed: int, where: str):
@@ -124,11 +123,9 @@ def _split(splits, n: int, seed: int, where: str):
     return tuple(out), "given"
 
 
-def dataset_from_graph(graph, labels, features, splits, *, seed: int, name: str, metric,
-                       features_source, where: str):
-    """The Dataset of an already-built graph (shared by both constructors)."""
-    from scalegnn.data.dataset import Dataset
-    from scalegnn.data.options import check_options, featureless_features
+def fields_from_graph(graph, labels, features, splits, *, seed: int, name: str, metric,
+                      features_source, where: str) -> dict:
+    """The Dataset fields of an already-built graph (shared by both constructors)."""
     n = graph.num_nodes
     y = _labels(labels, where)
     if y.shape[0] != n:
@@ -144,26 +141,25 @@ def dataset_from_graph(graph, labels, features, splits, *, seed: int, name: str,
         x = _features(features, n, where)
         meta["features"] = "given"
     (tr, va, te), meta["split"] = _split(splits, n, seed, where)
-    ds = Dataset(graph, x, y, tr, va, te, name=name, source=where,
-                 metric=metric or C.metric_for(y), meta=meta)
-    return C.finish(ds)
+    return dict(graph=graph, features=x, labels=y, train_idx=tr, val_idx=va, test_idx=te,
+                name=name, source=where, metric=metric or C.metric_for(y), meta=meta)
 
 
-def from_arrays(adjacency, labels, features=None, *, train=None, val=None, test=None,
-                seed: int = 0, name: str = "dataset", metric: str | None = None,
-                features_source: str | None = None):
-    """See :meth:`scalegnn.data.Dataset.from_arrays`."""
+def arrays_fields(adjacency, labels, features=None, *, train=None, val=None, test=None,
+                  seed: int = 0, name: str = "dataset", metric: str | None = None,
+                  features_source: str | None = None) -> dict:
+    """The fields of :meth:`scalegnn.data.Dataset.from_arrays`."""
     where = f"Dataset.from_arrays({name})"
     graph = _graph_from_adjacency(adjacency, where)
-    return dataset_from_graph(graph, labels, features, (train, val, test), seed=seed,
-                              name=name, metric=metric, features_source=features_source,
-                              where=where)
+    return fields_from_graph(graph, labels, features, (train, val, test), seed=seed,
+                             name=name, metric=metric, features_source=features_source,
+                             where=where)
 
 
-def from_edge_index(edge_index, labels, features=None, *, num_nodes: int | None = None,
-                    train=None, val=None, test=None, seed: int = 0, name: str = "dataset",
-                    metric: str | None = None, features_source: str | None = None):
-    """See :meth:`scalegnn.data.Dataset.from_edge_index`."""
+def edge_index_fields(edge_index, labels, features=None, *, num_nodes: int | None = None,
+                      train=None, val=None, test=None, seed: int = 0, name: str = "dataset",
+                      metric: str | None = None, features_source: str | None = None) -> dict:
+    """The fields of :meth:`scalegnn.data.Dataset.from_edge_index`."""
     where = f"Dataset.from_edge_index({name})"
     if num_nodes is None:
         y = _numpy(labels, f"{where}: labels")
@@ -172,6 +168,6 @@ def from_edge_index(edge_index, labels, features=None, *, num_nodes: int | None 
             or num_nodes < 0:
         raise DataError(f"{where}: num_nodes must be a non-negative int, got {num_nodes!r}")
     graph = _graph_from_edge_index(edge_index, num_nodes, where)
-    return dataset_from_graph(graph, labels, features, (train, val, test), seed=seed,
-                              name=name, metric=metric, features_source=features_source,
-                              where=where)
+    return fields_from_graph(graph, labels, features, (train, val, test), seed=seed,
+                             name=name, metric=metric, features_source=features_source,
+                             where=where)

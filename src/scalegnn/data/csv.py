@@ -328,8 +328,7 @@ def load_csv(path, *, seed: int = 0, name: str | None = None,
         x, extra = featureless_features(graph, seed, options, path)
         note = extra.pop("features")
     elif fpath.suffix == ".npy":
-        from scalegnn.data.graphsaint import load_features
-        x, note = load_features(fpath, n), str(fpath.name)
+        x, note = C.load_features(fpath, n), str(fpath.name)
     else:
         x, note = read_json_features(fpath, n), str(fpath.name)
     check_class_column(raw, lab_path, f"column {label_col!r}")

@@ -7,8 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scalegnn.data import _common as C
+from scalegnn.data._build import restrict_to_nodes
+from scalegnn.data.arrays import arrays_fields, edge_index_fields
 from scalegnn.errors import DataError
-from scalegnn.features import SparseFeatures
+from scalegnn.features import FeatureStore, as_feature_store
 from scalegnn.graph import Graph
 
 METRICS = ("f1_micro", "accuracy", "roc_auc")
@@ -22,12 +25,13 @@ class Dataset:
     ``graph`` is the full graph (symmetric, sorted, no duplicates). ``labels`` is int64 of shape
     (N,) for single-label tasks or a 0/1 float32 matrix (N, C) for multi-label tasks.
     ``train_graph`` (inductive setting) keeps only train–train edges, with the same node ids.
-    ``features`` is a dense float32 (N, F) array or memmap, or CSR
-    (:class:`~scalegnn.features.SparseFeatures`, from sparse sources such as JSON id lists).
+    ``features`` is a :class:`~scalegnn.features.FeatureStore` (float32 (N, F)): whatever is
+    assigned (a numpy array, a memmap, a scipy sparse matrix, a tensor, a store) is wrapped by
+    :func:`~scalegnn.features.as_feature_store`.
     """
 
     graph: Graph
-    features: np.ndarray | SparseFeatures
+    features: FeatureStore
     labels: np.ndarray
     train_idx: np.ndarray
     val_idx: np.ndarray
@@ -40,6 +44,11 @@ class Dataset:
     # reads the training graph on first use (a GraphSAINT folder's adj_train.npz): a
     # transductive run never needs it, and at 2^24 nodes it is a gigabyte
     _train_graph_loader: Callable[[], Graph] | None = field(default=None, repr=False)
+
+    def __setattr__(self, name, value):
+        if name == "features":
+            value = as_feature_store(value)
+        super().__setattr__(name, value)
 
     def __post_init__(self):
         self.train_idx = np.asarray(self.train_idx, dtype=np.int64)
@@ -55,15 +64,13 @@ class Dataset:
         -> seeded 50/25/25), ``seed``, ``name``, ``metric``, ``features_source``. The graph
         is symmetrized, deduplicated and stripped of self-loops. See
         :mod:`scalegnn.data.arrays`."""
-        from scalegnn.data.arrays import from_arrays
-        return from_arrays(adjacency, labels, features, **kw)
+        return C.finish(cls(**arrays_fields(adjacency, labels, features, **kw)))
 
     @classmethod
     def from_edge_index(cls, edge_index, labels, features=None, **kw) -> "Dataset":
         """As :meth:`from_arrays`, from a (2, E) ``edge_index`` (PyG's layout) and
         ``num_nodes`` (default: the number of labels)."""
-        from scalegnn.data.arrays import from_edge_index
-        return from_edge_index(edge_index, labels, features, **kw)
+        return C.finish(cls(**edge_index_fields(edge_index, labels, features, **kw)))
 
     # -------------------------------------------------------------- task metadata
     @property
@@ -97,7 +104,6 @@ class Dataset:
             self._train_graph = self._train_graph_loader()
             self._train_graph_loader = None
         if self._train_graph is None:  # straight from the CSR: no edge-list copies
-            from scalegnn.data._build import restrict_to_nodes
             self._train_graph = restrict_to_nodes(self.graph, self.train_idx)
         return self._train_graph
 
@@ -118,9 +124,7 @@ class Dataset:
                             f"({n}, F) to match the graph's {n} nodes")
         if self.features.dtype != np.float32:
             raise DataError(f"{src}: features must be float32, got {self.features.dtype}")
-        finite = self.features.all_finite() if isinstance(self.features, SparseFeatures) \
-            else _all_finite(self.features)
-        if not finite:
+        if not self.features.all_finite():
             raise DataError(f"{src}: features contain NaN or inf")
         if self.labels.shape[0] != n:
             raise DataError(f"{src}: {self.labels.shape[0]} labels for {n} nodes")
@@ -164,8 +168,7 @@ class Dataset:
                        "mean": float(deg.mean()) if deg.size else 0.0,
                        "median": float(np.median(deg)) if deg.size else 0.0},
             "features": self.num_features,
-            "feature_storage": (f"csr (density {self.features.density:.3%})"
-                                if isinstance(self.features, SparseFeatures) else "dense"),
+            "feature_storage": self.features.describe(),
             "classes": self.num_classes,
             "multilabel": self.multilabel,
             "metric": self.metric,
@@ -175,10 +178,3 @@ class Dataset:
                       "labels": int(self.labels.nbytes)},
         }
 
-
-def _all_finite(x: np.ndarray, chunk: int = 1 << 16) -> bool:
-    """np.isfinite over row chunks, so a memmap is never loaded whole."""
-    for s in range(0, x.shape[0], chunk):
-        if not np.isfinite(x[s:s + chunk]).all():
-            return False
-    return True

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +34,9 @@ from scalegnn.data._build import restricted_pieces
 from scalegnn.data._json_stream import read_class_map, read_roles
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
+from scalegnn.features import block_rows
 from scalegnn.graph import Graph
-from scalegnn.io import atomic_folder, atomic_write_json
-from scalegnn.mapped_features import MappedFeatures, block_rows
+from scalegnn.io import atomic_folder, atomic_write_json, write_npy_blocks
 
 FILES = ("adj_full.npz", "adj_train.npz", "role.json", "class_map.json", "feats.npy")
 
@@ -138,25 +139,6 @@ def _roles(path, n: int):
     return out
 
 
-def load_features(path, n: int, mmap: bool = False) -> np.ndarray:
-    """(n, F) float32 features from .npy; memory-mapped read-only when ``mmap`` and float32."""
-    x = C.load_npy(path, "features", mmap=mmap)
-    if x.ndim != 2:
-        raise DataError(f"{path}: features must be 2-D, got shape {tuple(x.shape)}")
-    C.check_features_rows(x, n, path)
-    if x.dtype != np.float32:
-        if x.dtype.kind not in "fiub":
-            raise DataError(f"{path}: features must be numeric, got dtype {x.dtype}")
-        x = np.asarray(x, dtype=np.float32)
-    if not _finite_chunks(x):
-        raise DataError(f"{path}: features contain NaN or inf")
-    return x
-
-
-def _finite_chunks(x, chunk: int = 1 << 16) -> bool:
-    return all(np.isfinite(x[s:s + chunk]).all() for s in range(0, x.shape[0], chunk))
-
-
 def load_graphsaint(folder, *, mmap: bool = False, name: str | None = None) -> Dataset:
     """Load a GraphSAINT folder into a validated Dataset (``train_graph`` = adj_train)."""
     folder = Path(folder)
@@ -166,7 +148,7 @@ def load_graphsaint(folder, *, mmap: bool = False, name: str | None = None) -> D
         C.require_file(folder / f, "GraphSAINT file")
     graph, changes = load_adj(folder / "adj_full.npz")
     n = graph.num_nodes
-    features = load_features(folder / "feats.npy", n, mmap)
+    features = C.load_features(folder / "feats.npy", n, mmap)
     labels = _labels_from_class_map(folder / "class_map.json", n)
     tr, va, te = _roles(folder / "role.json", n)
     extra = {}
@@ -251,7 +233,6 @@ def write_adj(path, graph, nodes=None) -> None:
 def write_npz_streamed(path, entries) -> None:
     """An uncompressed .npz (what ``np.savez`` writes) of ``(name, dtype, shape, pieces)``
     entries, each written from consecutive C-order ``pieces`` (an iterable of arrays)."""
-    import zipfile  # noqa: PLC0415
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, dtype, shape, pieces in entries:
             with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
@@ -300,79 +281,12 @@ def write_class_map(path, labels, step: int = 1 << 16) -> None:
         f.write("}\n")
 
 
-def feature_rows(x, start: int, stop: int) -> np.ndarray:
-    """Rows ``start:stop`` of a feature matrix (array, memmap, SparseFeatures, MappedFeatures)
-    as dense float32, with its standardization applied."""
-    from scalegnn.features import SparseFeatures  # noqa: PLC0415
-    if isinstance(x, SparseFeatures):
-        return x[start:stop].to_dense()
-    return np.asarray(x[start:stop], dtype=np.float32)
-
-
 def write_features(path, x) -> None:
-    """(n, F) float32 feats.npy from ``x`` in row blocks of about 64 MiB: never a whole dense
-    copy in memory. A memory-mapped source file is read with plain file reads (pages read
-    through the mapping would count in this process's resident set)."""
+    """(n, F) float32 feats.npy of a feature store's ``X_eff``, written in row blocks of about
+    64 MiB (:meth:`~scalegnn.features.FeatureStore.row_blocks`): never a whole dense copy in
+    memory, and a memory-mapped source file is read with plain file reads."""
     n, f = x.shape
-    step = block_rows(f)
-    raw = x.x if isinstance(x, MappedFeatures) else x
-    source = _whole_npy_file(raw)
-    if source is None:
-        blocks = (feature_rows(x, s, s + step) for s in range(0, n, step))
-    elif isinstance(x, MappedFeatures):
-        blocks = (x.transform(b) for _, b in read_npy_blocks(source, step))
-    else:
-        blocks = (b for _, b in read_npy_blocks(source, step))
-    write_npy_blocks(path, (n, f), blocks)
-
-
-def _whole_npy_file(x):
-    """The .npy file ``x`` maps whole (a float32 C-order memmap of all of it), else None."""
-    name = getattr(x, "filename", None) if isinstance(x, np.memmap) else None
-    if name is None or x.dtype != np.float32 or not x.flags.c_contiguous:
-        return None
-    try:
-        m = np.load(name, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError):
-        return None
-    whole = isinstance(m, np.memmap) and m.shape == x.shape and m.offset == x.offset \
-        and m.dtype == x.dtype
-    return name if whole else None
-
-
-def write_npy_blocks(path, shape: tuple[int, int], blocks) -> None:
-    """A float32 .npy of ``shape`` from consecutive row ``blocks``, written with plain file
-    writes (a memmap would count every written page in this process's resident set)."""
-    with open(path, "wb") as f:
-        np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(
-            np.dtype(np.float32)), "fortran_order": False, "shape": tuple(shape)})
-        rows = 0
-        for block in blocks:
-            np.ascontiguousarray(block, dtype=np.float32).tofile(f)
-            rows += block.shape[0]
-    if rows != shape[0]:
-        raise ValueError(f"write_npy_blocks: {rows} rows written, {shape[0]} expected")
-
-
-def read_npy_blocks(path, step: int, buf=None):
-    """``(start, rows)`` of a float32 C-order 2-D .npy, read into one reused buffer of ``step``
-    rows (``buf`` when given) with plain file reads (nothing mapped, nothing resident beyond
-    the buffer)."""
-    m = np.load(path, mmap_mode="r", allow_pickle=False)  # header only: no page is read
-    if not isinstance(m, np.memmap) or m.dtype != np.float32 or m.ndim != 2 \
-            or not m.flags.c_contiguous:
-        raise DataError(f"{path}: expected a C-order 2-D float32 .npy")
-    (n, width), offset = m.shape, m.offset
-    del m
-    with open(path, "rb") as f:
-        f.seek(offset)
-        if buf is None or buf.shape[0] < min(step, n) or buf.shape[1] != width:
-            buf = np.empty((min(step, n), width), dtype=np.float32)
-        for s in range(0, n, step):
-            b = buf[:min(step, n - s)]
-            if f.readinto(memoryview(b).cast("B")) != b.nbytes:
-                raise DataError(f"{path}: truncated .npy")
-            yield s, b
+    write_npy_blocks(path, (n, f), (b for _, b in x.row_blocks(block_rows(f))))
 
 
 def write_meta(folder, name: str, metric: str) -> None:

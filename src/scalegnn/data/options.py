@@ -32,8 +32,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
+import yaml
 
+from scalegnn.data import _common as C
+from scalegnn.data.structural import DEFAULT_K, structural_features
 from scalegnn.errors import DataError
+from scalegnn.features import SparseFeatures
 
 # key -> (CLI flag, formats that read it); "*" = every format and generator
 OPTION_KEYS = {
@@ -107,7 +112,6 @@ def is_spec_file(spec) -> bool:
 def read_spec_file(path) -> tuple[str, dict]:
     """(dataset path, options) of a YAML dataset spec; relative paths (``path``, a
     ``features_source`` file, a ``labels`` file that exists) resolve against its folder."""
-    import yaml
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: missing dataset spec file")
@@ -142,7 +146,6 @@ def source_features(graph, source: str, seed: int, where) -> tuple[np.ndarray, s
     """(features, note) for ``features_source``: structural | onehot | a .npy file."""
     n = graph.num_nodes
     if source == "structural":
-        from scalegnn.data.structural import DEFAULT_K, structural_features
         return (structural_features(graph, seed=seed),
                 f"structural ({1 + 2 * DEFAULT_K} columns: log-degree and 1-/2-hop random "
                 f"projections, seed {seed})")
@@ -151,16 +154,13 @@ def source_features(graph, source: str, seed: int, where) -> tuple[np.ndarray, s
             raise DataError(f"{where}: --features-source onehot gives the first layer one "
                             f"weight row per node; {n:,} nodes is above the limit of "
                             f"{ONEHOT_MAX_NODES:,} (use structural or a feature file)")
-        import scipy.sparse as sp
-        from scalegnn.features import SparseFeatures
         return (SparseFeatures(sp.identity(n, dtype=np.float32, format="csr")),
                 f"onehot ({n} columns: one per node id, stored as CSR)")
     p = Path(source)
     if p.suffix.lower() != ".npy":
         raise DataError(f"{where}: --features-source {source!r}: expected structural, onehot "
                         f"or a .npy feature file (N x F)")
-    from scalegnn.data.graphsaint import load_features
-    return load_features(p, n), f"from {p}"
+    return C.load_features(p, n), f"from {p}"
 
 
 def featureless_features(graph, seed: int, options: dict, where) -> tuple[np.ndarray, dict]:

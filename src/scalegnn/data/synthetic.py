@@ -40,8 +40,9 @@ from scalegnn.data import _common as C
 from scalegnn.data import graphsaint as G
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
+from scalegnn.features import BLOCK_BYTES, block_rows
 from scalegnn.graph import Graph
-from scalegnn.mapped_features import BLOCK_BYTES, block_rows
+from scalegnn.io import read_npy_blocks, write_npy_blocks
 
 KRONECKER_DEFAULTS = dict(a=0.57, b=0.19, c=0.19, features=50, num_labels=121,
                           split=(0.66, 0.12, 0.22))
@@ -197,8 +198,8 @@ def _kronecker_features_labels(graph: Graph, seed: int, features: int, width: in
             for s in range(0, n, step):
                 yield rng.standard_normal(out=buf[:min(step, n - s)], dtype=np.float32)
 
-        G.write_npy_blocks(path, (n, f), drawn())
-        blocks = G.read_npy_blocks(path, step, buf)
+        write_npy_blocks(path, (n, f), drawn())
+        blocks = read_npy_blocks(path, step, buf)
     w = rng.standard_normal((f, width), dtype=np.float32)
     xw = np.empty((n, width), dtype=np.float32)
     for s, block in blocks:

@@ -209,7 +209,7 @@ def build_rank(dataset, assignment: np.ndarray, rank: int, g2l: np.ndarray, mask
                     boundary=bd, owner=bd_owner, send_ptr=np.zeros(parts + 1, dtype=np.int64),
                     send_idx=np.zeros(0, dtype=np.int64), recv_ptr=recv_ptr,
                     recv_idx=np.arange(bd.shape[0], dtype=np.int64),
-                    features=np.ascontiguousarray(dataset.features[inner]), labels=labels,
+                    features=dataset.features.dense_rows(inner), labels=labels,
                     train_mask=train_m[inner], val_mask=val_m[inner], test_mask=test_m[inner],
                     deg_full=g.degrees()[inner].astype(np.int64))
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from scalegnn.features import SparseFeatures
 from scalegnn.nn.dropout import FastDropout
 from scalegnn.ops import SparseAdj, spmm
 from scalegnn.ops.fused import FUSED_ACTS, bias_act_norm
@@ -97,8 +96,9 @@ class SAINTLayer(nn.Module):
         terms = [own @ self.weights[0]]
         if self.order == 0:
             return terms
-        # CSR input (scalegnn.features): X W first, the only product it supports
-        narrow_first = self.out_dim < self.in_dim or isinstance(x, SparseFeatures)
+        # an input that is not a tensor is a feature store's CSR rows (scalegnn.features):
+        # X W first, the only product it supports
+        narrow_first = self.out_dim < self.in_dim or not isinstance(x, torch.Tensor)
         hop = x
         for o in range(1, self.order + 1):
             if narrow_first:

@@ -7,7 +7,7 @@ Inductive (default): sample ``dataset.train_graph`` (global ids, train-train edg
   adj.data[e] = Â_s[v, u] = multiplier[e] / deg(v)   (deg in the sampled-from graph; SPEC §1.2)
 
 plus ``edge_ids``, ``adj_t_perm`` (data_T = data[adj_t_perm]), ``x`` (float32 features of
-``nodes``: a tensor, or :class:`~scalegnn.features.SparseFeatures` rows for CSR features),
+``nodes``, gathered by the feature store: a tensor, or CSR rows for CSR features),
 ``y`` (int64 classes or float32 0/1 matrix) and ``loss_weight`` (minibatch loss =
 sum_i loss_weight[i] * L_i). Batches form one stream: the N pre-sampled subgraphs (stream
 indices 0..N-1) first, then fresh ones N, N+1, ... made by the pool's producer thread; an epoch
@@ -24,7 +24,6 @@ import torch
 
 from scalegnn.batch import Batch
 from scalegnn.errors import ConfigError
-from scalegnn.features import gather_rows
 from scalegnn.sampling.normalization import Normalization
 from scalegnn.sampling.pool import BatchPool
 from scalegnn.sampling.samplers import Subgraph, check_int, make_sampler
@@ -154,7 +153,7 @@ class GraphSAINTLoader:
             inv = (1.0 / np.maximum(indptr[sub.nodes + 1] - indptr[sub.nodes], 1)) \
                 .astype(np.float32)
             adj = adj.with_data(self.norm.edge_multipliers(sub) * np.repeat(inv, adj.degrees()))
-        x = gather_rows(self.dataset.features, sub.nodes)   # CSR rows stay CSR
+        x = self.dataset.features.gather(sub.nodes)   # CSR rows stay CSR
         y = torch.from_numpy(np.ascontiguousarray(self.dataset.labels[sub.nodes]))
         lw = torch.from_numpy(np.ascontiguousarray(self.norm.loss_weights(sub), np.float32))
         self.stats["gather_seconds"] += time.perf_counter() - t0

@@ -24,7 +24,7 @@ import numpy as np
 
 from scalegnn.batch import Batch
 from scalegnn.errors import ConfigError
-from scalegnn.features import gather_rows
+from scalegnn.features import as_feature_store
 from scalegnn.graph import Graph, index_dtype
 
 
@@ -53,7 +53,8 @@ ADJ_NORMS = ("mean", "sym")
 
 
 def branch_batch(subs, features, norm: str = "mean") -> Batch:
-    """One extractor's block-diagonal subgraphs with gathered float32 features. ``norm``:
+    """One extractor's block-diagonal subgraphs with the rows of ``features`` (a feature
+    store or an array) gathered. ``norm``:
     ``mean`` -> ``adj = D⁻¹A`` of the stack (mean aggregation); ``sym`` -> GCN's
     ``(D+I)^{-1/2}(A+I)(D+I)^{-1/2}`` (:func:`scalegnn.nn.gcn.gcn_norm`; the weights then carry
     each node's degree inside its subgraph, which the mean discards)."""
@@ -71,7 +72,7 @@ def branch_batch(subs, features, norm: str = "mean") -> Batch:
         inv[deg > 0] = 1.0 / deg[deg > 0]
         adj = Graph(np.asarray(subs.indptr, dtype=np.int64), indices, num_cols=n,
                     data=np.repeat(inv, deg), validate=False)
-    x = gather_rows(features, subs.nodes)   # CSR features stay CSR (scalegnn.features)
+    x = as_feature_store(features).gather(subs.nodes)   # CSR features stay CSR
     segment = np.repeat(np.arange(subs.offsets.shape[0] - 1, dtype=np.int64),
                         np.diff(subs.offsets))
     meta = {"center2": None if subs.center2 is None else np.asarray(subs.center2, np.int64)}

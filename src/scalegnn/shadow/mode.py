@@ -32,13 +32,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from scalegnn.data.transforms import prepared_dataset
 from scalegnn.errors import ConfigError
+from scalegnn.features import DenseFeatures, append_columns
 from scalegnn.ops import SparseAdj
 from scalegnn.shadow.batch import branch_batch, drop_pair_edges, ensemble_batch, prefetch
 from scalegnn.train.checkpoint import dataset_fingerprint
 from scalegnn.train.metrics import compute_metrics
-from scalegnn.features import append_columns
-from scalegnn.train.modes import Mode, prepared_dataset
+from scalegnn.train.modes import Mode
 
 EXTRACTOR_KEYS = {"khop": {"depth": int, "budget": int},
                   "ppr": {"k": int, "alpha": float, "eps": float, "threshold": float}}
@@ -309,7 +310,7 @@ class LinkMode(ShadowMode):
         from scalegnn.shadow.labels import label_onehot, pair_labels  # noqa: PLC0415
         subs = drop_pair_edges(subs)
         features = self.dataset.features if self.use_features else \
-            np.zeros((self.split.num_nodes, 0), np.float32)   # labels only: gather no rows
+            DenseFeatures(np.zeros((self.split.num_nodes, 0), np.float32))  # labels only
         b = branch_batch(subs, features, self.settings["adj_norm"])
         if self.label_cap > 0:
             b.x = append_columns(b.x, label_onehot(pair_labels(subs, self.label_cap),

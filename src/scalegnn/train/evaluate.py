@@ -35,15 +35,11 @@ Both paths give the same logits up to float rounding (GEMMs on different row set
 
 from __future__ import annotations
 
-import warnings
-
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from scalegnn.features import SparseFeatures
+from scalegnn.features import as_feature_store
 from scalegnn.graph import Graph
-from scalegnn.mapped_features import MappedFeatures
 from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops import SparseAdj, spmm
 
@@ -61,25 +57,11 @@ def row_block(adj: SparseAdj, start: int, stop: int) -> SparseAdj:
     return SparseAdj(adj.indptr[start:stop + 1] - a, adj.indices[a:b], adj.data[a:b], adj.num_cols)
 
 
-def as_tensor(features) -> torch.Tensor | SparseFeatures:
-    """Zero-copy tensor over a numpy array or read-only memmap (never written to); CSR
-    features are the model's input as they are. Standardized memory-mapped features
-    (:class:`~scalegnn.mapped_features.MappedFeatures`) are read into RAM in blocks (the
-    propagation ``Â X`` needs random rows of ``X_eff``); unstandardized ones stay mapped."""
-    if isinstance(features, SparseFeatures):
-        return features
-    if isinstance(features, MappedFeatures) and not features.standardized:
-        features = features.x   # nothing to apply on read: the mapped matrix itself
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # read-only memmap: we only read it
-        return torch.from_numpy(np.asarray(features))
-
-
 def _layer_full(layer: SAINTLayer, h: torch.Tensor, adj: SparseAdj, batch_rows: int) -> torch.Tensor:
     n = adj.num_rows
     out = torch.empty(n, layer.output_dim, dtype=layer.weights[0].dtype)  # h may be CSR
-    # CSR input: always X W first (the sparse side of the product is X itself)
-    narrow = layer.out_dim < layer.in_dim or isinstance(h, SparseFeatures)
+    # CSR input (a store, not a tensor): always X W first (the sparse side is X itself)
+    narrow = layer.out_dim < layer.in_dim or not isinstance(h, torch.Tensor)
     bases = []  # per hop o >= 1: the matrix whose rows the last Â of Â^o is applied to
     for o in range(1, layer.order + 1):
         b = h @ layer.weights[o] if narrow else h
@@ -142,7 +124,7 @@ def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_B
     try:
         if adj is None:
             adj = SparseAdj.from_graph(graph.row_normalized())
-        h = as_tensor(features)
+        h = as_feature_store(features).as_input()
         if not all(isinstance(layer, SAINTLayer) for layer in model.layers):
             # other families (GCN, GAT, MixHop, JK, GIN): one whole-graph forward pass
             return model.embed(h, adj) if embeddings else model(h, adj)

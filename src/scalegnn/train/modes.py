@@ -13,31 +13,13 @@ metrics, report) is the trainer's and is the same for every mode.
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
-from scalegnn.data.transforms import standardize_features
-from scalegnn.features import choose_representation
+from scalegnn.data.transforms import prepared_dataset
 from scalegnn.ops import SparseAdj
 from scalegnn.train.checkpoint import dataset_fingerprint
 from scalegnn.train.evaluate import full_graph_logits
 from scalegnn.train.metrics import compute_metrics
-
-
-def prepared_dataset(dataset, config):
-    """The dataset as every single-process mode trains on it: features in the representation
-    ``params.feature_format`` picks (CSR or dense, :func:`scalegnn.features.choose_representation`)
-    and standardized by the training nodes' statistics when ``params.standardize``
-    (GraphSAINT's preprocessing; folded into the first layer for CSR, never densified; applied
-    on read for memory-mapped features, :class:`~scalegnn.mapped_features.MappedFeatures`, so
-    no (n x F) copy is made)."""
-    x = choose_representation(dataset.features, config.params["feature_format"])
-    if x is not dataset.features:
-        dataset = dataclasses.replace(dataset, features=x)
-    if config.params["standardize"] and not dataset.meta.get("standardized"):
-        return standardize_features(dataset)
-    return dataset
 
 
 class Mode:

@@ -19,7 +19,6 @@ import torch
 import torch.nn.functional as F
 
 from scalegnn.errors import DataError
-from scalegnn.features import SparseFeatures
 from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops import SparseAdj, spmm
 from scalegnn.train.evaluate import memory_budget, row_block
@@ -40,9 +39,10 @@ class Rows:
 
 
 def _gather(h, idx: np.ndarray):
-    if isinstance(h, SparseFeatures):
-        return h[idx]
-    return h.index_select(0, torch.from_numpy(idx))
+    """Rows ``idx`` of a held input: a tensor, or a feature store (CSR rows stay CSR)."""
+    if isinstance(h, torch.Tensor):
+        return h.index_select(0, torch.from_numpy(idx))
+    return h.gather(idx)
 
 
 def _gib(b: float) -> str:
@@ -74,7 +74,7 @@ def dense(layer: SAINTLayer, src: Rows) -> Rows:
 def graph_rows(layer: SAINTLayer, h, adj: SparseAdj, budget: int | None) -> Rows:
     """A graph layer over a held input ``h``: its bases ``B_o = Â^o h`` (or ``Â^o h W_o`` when
     narrower) are held, its output rows ``combine(h[U] W_0, B_o[U] (W_o))`` made on demand."""
-    narrow = layer.out_dim < layer.in_dim or isinstance(h, SparseFeatures)
+    narrow = layer.out_dim < layer.in_dim or not isinstance(h, torch.Tensor)  # CSR: X W first
     width = layer.out_dim if narrow else h.shape[1]
     need = 4 * adj.num_rows * width * layer.order
     if budget is not None and need > budget:

@@ -31,8 +31,8 @@ from pathlib import Path
 import torch
 
 from scalegnn.errors import ConfigError
-from scalegnn.io import atomic_open, atomic_write_json, atomic_write_text
 from scalegnn.faults import crash_point
+from scalegnn.io import atomic_open, atomic_write_json, atomic_write_text
 from scalegnn.train.checkpoint import load_checkpoint
 from scalegnn.train.loggers import open_loggers
 

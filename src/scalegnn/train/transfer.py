@@ -18,11 +18,15 @@ values (.mat) are matched by name, so two files that number their classes differ
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import numpy as np
 
+from scalegnn.data.transforms import standardized_like
 from scalegnn.errors import ConfigError
+from scalegnn.ops import SparseAdj
+from scalegnn.train.evaluate import full_graph_logits
 from scalegnn.train.metrics import compute_metrics
 
 
@@ -46,21 +50,6 @@ def _match_classes(test, train, where: str) -> np.ndarray:
                               f"training graph (classes: {', '.join(map(str, ours))})")
         return np.array([lookup[v] for v in theirs], dtype=np.int64)[labels]
     return labels
-
-
-def standardized_like(x, train_raw, train_prepared, chunk: int = 1 << 16):
-    """``x`` scaled by the training graph's statistics, in the training features' layout."""
-    from scalegnn.features import SparseFeatures, choose_representation
-    tx = train_prepared.features
-    if isinstance(tx, SparseFeatures):
-        sx = choose_representation(x, "sparse")
-        return SparseFeatures(sx.csr, tx.mean, tx.inv_std) if tx.standardized else sx
-    x = choose_representation(x, "dense")
-    if not train_prepared.meta.get("standardized") or train_raw.meta.get("standardized"):
-        return x
-    from scalegnn.data.transforms import apply_statistics, fit_statistics
-    stats = fit_statistics(train_raw.features, train_raw.train_idx)
-    return apply_statistics(x, *stats, chunk=chunk)
 
 
 class TestGraph:
@@ -96,10 +85,7 @@ class TestGraph:
 
     def metrics(self, model) -> dict:
         """Test metrics of ``model`` on this graph (layer-wise full-graph pass on the CPU)."""
-        from scalegnn.ops import SparseAdj
-        from scalegnn.train.evaluate import full_graph_logits
         if next(model.parameters()).device.type != "cpu":
-            import copy
             model = copy.deepcopy(model).cpu()
         ds = self.dataset
         if self._adj is None:

@@ -4,8 +4,9 @@
 
     X_eff = (X - 1 μᵀ) diag(s)          (X: CSR; μ, s: per-column, or no shift/scale at all)
 
-without ever forming it. Standardization (``params.standardize``, z-scores by the training
-nodes' statistics) is folded into the first layer's product, so it never densifies::
+without ever forming it (a :class:`~scalegnn.features.store.FeatureStore`). Standardization
+(``params.standardize``, z-scores by the training nodes' statistics) is folded into the first
+layer's product, so it never densifies::
 
     X_eff W = X (diag(s) W) - 1 ((μ ⊙ s)ᵀ W)
 
@@ -24,9 +25,7 @@ expectation equals that of dense inverted dropout on ``X_eff`` (whose zeros, sta
 consumers that need dense rows (distributed plans densify per rank, ``data convert`` writes
 GraphSAINT's dense ``feats.npy``).
 
-Representation choice (:func:`choose_representation`, ``params.feature_format``): ``sparse``
-and ``dense`` force one; ``auto`` keeps CSR when the density (stored entries / (n F)) is at most
-:data:`SPARSE_MAX_DENSITY` and the matrix is dense otherwise.
+Representation choice: :func:`scalegnn.features.choose_representation`.
 """
 
 from __future__ import annotations
@@ -35,64 +34,60 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from scalegnn.errors import ConfigError, DataError
-
-FEATURE_FORMATS = ("auto", "dense", "sparse")
-SPARSE_MAX_DENSITY = 0.1
-"""``auto`` keeps CSR at or below this density. Measured (``benchmarks/sparse_features.py``,
-2 threads, forward + weight gradient with the folded standardization): CSR/dense time 0.07 at
-0.3% density, 0.35 at 10%, 0.92 at 30%, 1.25 at 40% for 8000 x 4714 -> 512; 0.83 at 10%,
-1.0 at 20% for a cora-sized 2708 x 1433 -> 256 (fixed costs weigh more there). 10% is on the
-fast side for both with margin; CSR also holds 8 bytes per entry against dense's 4 per
-element. Real data: facebook 0.30%, citeseer 0.86%, cora 1.27% -> CSR."""
+from scalegnn.features.store import FeatureStore, Statistics, check_weight, row_index
+from scalegnn.ops.adj import SparseAdj
+from scalegnn.ops.spmm import spmm_forward
 
 
-class SparseFeatures:
+class SparseFeatures(FeatureStore):
     """``X_eff = (X - 1 μᵀ) diag(s)`` for a CSR ``X`` (see the module docstring).
 
-    ``csr``: a scipy CSR matrix (converted to float32 with sorted indices); ``mean``/``inv_std``:
-    per-column float arrays (both or neither)."""
+    ``csr``: a scipy CSR matrix (converted to float32 with sorted indices); ``statistics``: the
+    standardization folded in (``mean``/``inv_std`` are its float32 μ and s = 1/σ), or None."""
 
-    ndim = 2
-    dtype = np.dtype(np.float32)
+    sparse = True
 
-    def __init__(self, csr, mean=None, inv_std=None):
+    def __init__(self, csr, *, statistics: Statistics | None = None):
         csr = sp.csr_matrix(csr)
         if csr.dtype != np.float32:
             csr = csr.astype(np.float32)
         self.csr = csr
-        if (mean is None) != (inv_std is None):
-            raise ValueError("SparseFeatures: give both mean and inv_std or neither")
-        f = csr.shape[1]
-        self.mean = None if mean is None else np.ascontiguousarray(mean, np.float32).reshape(f)
-        self.inv_std = None if inv_std is None else \
-            np.ascontiguousarray(inv_std, np.float32).reshape(f)
+        self.statistics = statistics
+        if statistics is not None and statistics.mean.shape[0] != csr.shape[1]:
+            raise ValueError(f"SparseFeatures: statistics of {statistics.mean.shape[0]} columns "
+                             f"for {csr.shape[1]}")
+        self.mean = None if statistics is None else statistics.mean.astype(np.float32)
+        self.inv_std = None if statistics is None else (1.0 / statistics.std).astype(np.float32)
         self._adj = None
+
+    def _rows_like(self, csr) -> "SparseFeatures":
+        """Another CSR with this store's column transform (shared, not recomputed)."""
+        out = object.__new__(SparseFeatures)
+        out.__dict__.update(self.__dict__)
+        out.csr, out._adj = csr, None
+        return out
 
     # -------------------------------------------------------------- construction
     @classmethod
     def from_dense(cls, x, chunk: int = 1 << 14) -> "SparseFeatures":
-        """CSR of a dense array or memmap, read in row chunks (never copied whole)."""
+        """CSR of a dense array, memmap or dense store, read in row chunks (never copied whole)."""
         blocks = [sp.csr_matrix(np.asarray(x[s:s + chunk], dtype=np.float32))
                   for s in range(0, x.shape[0], chunk)]
         if not blocks:
             return cls(sp.csr_matrix((0, x.shape[1]), dtype=np.float32))
         return cls(sp.vstack(blocks, format="csr"))
 
-    # -------------------------------------------------------------- array-like surface
+    # -------------------------------------------------------------- store protocol
     @property
     def shape(self) -> tuple[int, int]:
         return tuple(self.csr.shape)
-
-    def __len__(self) -> int:
-        return self.csr.shape[0]
 
     @property
     def nnz(self) -> int:
         return int(self.csr.nnz)
 
-    @property
-    def density(self) -> float:
+    def density(self, sample_rows: int = 0) -> float:
+        """Stored entries / (n F), exact."""
         n, f = self.shape
         return self.nnz / (n * f) if n * f else 0.0
 
@@ -103,23 +98,29 @@ class SparseFeatures:
         return int(c.data.nbytes + c.indices.nbytes + c.indptr.nbytes + extra)
 
     @property
-    def standardized(self) -> bool:
-        return self.mean is not None
+    def row_bytes(self) -> float:
+        return self.nbytes / max(self.num_nodes, 1)
+
+    def describe(self) -> str:
+        return f"csr (density {self.density():.3%})"
 
     def __getitem__(self, key) -> "SparseFeatures":
         """Rows ``x[rows]`` (a slice or an index array) with the same column transform, or
         ``x[rows, cols]`` (its transform restricted to ``cols``)."""
         rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (key, None)
-        out = self.csr[_index(rows)]
+        out = self.csr[row_index(rows)]
         if cols is None:
-            return SparseFeatures(out, self.mean, self.inv_std)
-        cols = _index(cols)
-        return SparseFeatures(out[:, cols], None if self.mean is None else self.mean[cols],
-                              None if self.inv_std is None else self.inv_std[cols])
+            return self._rows_like(out)
+        cols = row_index(cols)
+        return SparseFeatures(out[:, cols], statistics=None if self.statistics is None
+                              else self.statistics.columns(cols))
+
+    def dense_rows(self, rows) -> np.ndarray:
+        return self[rows].to_dense()
 
     def to_dense(self, chunk: int = 1 << 14) -> np.ndarray:
         """``X_eff`` as a dense float32 array (computed in float64 per row chunk, like
-        :func:`scalegnn.data.transforms.standardize_features`)."""
+        :func:`scalegnn.features.store.apply_statistics`)."""
         n, f = self.shape
         out = np.empty((n, f), dtype=np.float32)
         for s in range(0, n, chunk):
@@ -129,31 +130,26 @@ class SparseFeatures:
             out[s:s + chunk] = block
         return out
 
-    def __array__(self, dtype=None, copy=None):
-        out = self.to_dense()
-        return out if dtype is None else out.astype(dtype, copy=False)
+    def _rows_finite(self) -> bool:
+        return bool(np.isfinite(self.csr.data).all())
 
-    def all_finite(self) -> bool:
-        ok = bool(np.isfinite(self.csr.data).all())
-        if self.mean is not None:
-            ok = ok and bool(np.isfinite(self.mean).all() and np.isfinite(self.inv_std).all())
-        return ok
+    def gather(self, nodes) -> "SparseFeatures":
+        """The batch's rows, still CSR (the first layer multiplies them sparse x dense)."""
+        return self[nodes]
+
+    def as_input(self) -> "SparseFeatures":
+        return self
 
     def to(self, device=None, **_) -> "SparseFeatures":
-        """Host arrays stay on the host; products with device tensors run there (the SpMM
+        """The CSR stays in host memory; products with device tensors run there (the SpMM
         moves the CSR to the device once, cached)."""
         return self
 
-    def __repr__(self) -> str:
-        n, f = self.shape
-        return (f"SparseFeatures({n} x {f}, nnz={self.nnz}, density={self.density:.4g}, "
-                f"standardized={self.standardized})")
-
     # -------------------------------------------------------------- statistics
-    def standardize(self, nodes) -> "SparseFeatures":
-        """The same CSR with ``μ``/``s`` of rows ``nodes`` (population std, 0 -> 1), computed
-        exactly in float64 without densifying: ``var_c = (Σ_nnz (x - μ_c)² + z_c μ_c²) / m``
-        with ``z_c`` the zeros of column ``c`` among the ``m`` rows."""
+    def fit_statistics(self, nodes) -> Statistics:
+        """``μ``/``σ`` of the stored rows ``nodes`` (population std, 0 -> 1), computed exactly in
+        float64 without densifying: ``var_c = (Σ_nnz (x - μ_c)² + z_c μ_c²) / m`` with ``z_c``
+        the zeros of column ``c`` among the ``m`` rows."""
         fit = self.csr[np.sort(np.asarray(nodes, dtype=np.int64))]
         m, f = fit.shape
         data = fit.data.astype(np.float64)
@@ -163,24 +159,24 @@ class SparseFeatures:
         sq = np.bincount(cols, weights=(data - mean[cols]) ** 2, minlength=f)
         std = np.sqrt((sq + (m - nz) * mean ** 2) / max(m, 1))
         std[std == 0] = 1.0
-        return SparseFeatures(self.csr, mean.astype(np.float32),
-                              (1.0 / std).astype(np.float32))
+        return Statistics(mean, std)
+
+    def with_statistics(self, stats: Statistics) -> "SparseFeatures":
+        """The same CSR with ``stats`` folded into the first layer (never densified)."""
+        return SparseFeatures(self.csr, statistics=stats)
 
     # -------------------------------------------------------------- torch
     def adj(self):
         """The CSR as a :class:`~scalegnn.ops.SparseAdj` (built once; its transpose, built on
         the first backward, serves ``Xᵀ G``)."""
         if self._adj is None:
-            from scalegnn.ops.adj import SparseAdj  # noqa: PLC0415 (ops imports torch kernels)
             c = self.csr
             self._adj = SparseAdj(c.indptr, c.indices, c.data, c.shape[1])
         return self._adj
 
     def __matmul__(self, weight: torch.Tensor) -> torch.Tensor:
         """``X_eff @ W`` (n x F times F x h), differentiable in ``W``."""
-        if not isinstance(weight, torch.Tensor) or weight.dim() != 2 \
-                or weight.shape[0] != self.shape[1]:
-            raise TypeError(f"SparseFeatures @ W: W must be a ({self.shape[1]}, h) tensor")
+        check_weight(self, weight)
         return _FoldedProduct.apply(weight, self)
 
     def dropout(self, p: float) -> "SparseFeatures":
@@ -191,19 +187,19 @@ class SparseFeatures:
         keep = torch.rand(self.nnz, dtype=torch.float32).numpy() >= p
         c = self.csr
         data = c.data * (keep.astype(np.float32) / np.float32(1.0 - p))
-        out = sp.csr_matrix((data, c.indices, c.indptr), shape=c.shape)
-        return SparseFeatures(out, self.mean, self.inv_std)
+        return self._rows_like(sp.csr_matrix((data, c.indices, c.indptr), shape=c.shape))
 
     def append_columns(self, block) -> "SparseFeatures":
         """``[X_eff | B]`` for a dense (n x k) block (stored sparse, untransformed)."""
         b = np.asarray(block.detach().cpu() if isinstance(block, torch.Tensor) else block,
                        dtype=np.float32)
         csr = sp.hstack([self.csr, sp.csr_matrix(b)], format="csr")
-        if self.mean is None:
+        if self.statistics is None:
             return SparseFeatures(csr)
         k = b.shape[1]
-        return SparseFeatures(csr, np.concatenate([self.mean, np.zeros(k, np.float32)]),
-                              np.concatenate([self.inv_std, np.ones(k, np.float32)]))
+        st = self.statistics
+        return SparseFeatures(csr, statistics=Statistics(np.concatenate([st.mean, np.zeros(k)]),
+                                                         np.concatenate([st.std, np.ones(k)])))
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -220,14 +216,6 @@ class SparseFeatures:
                         f"use x @ W, x[rows] or np.asarray(x)")
 
 
-def _index(idx):
-    """A slice as it is, else an int64 (or boolean) index array."""
-    if isinstance(idx, slice):
-        return idx
-    idx = np.asarray(idx)
-    return idx if idx.dtype == bool else idx.astype(np.int64, copy=False)
-
-
 class _FoldedProduct(torch.autograd.Function):
     """``Y = X (diag(s) W) - 1 (μ ⊙ s)ᵀ W``; backward ``g_W = diag(s) Xᵀ G - (μ ⊙ s)(1ᵀ G)``.
 
@@ -237,7 +225,6 @@ class _FoldedProduct(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, weight, feats):
-        from scalegnn.ops.spmm import spmm_forward  # noqa: PLC0415 (ops imports numba kernels)
         ctx.feats = feats
         w = weight.detach()
         if feats.mean is None:
@@ -249,7 +236,6 @@ class _FoldedProduct(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from scalegnn.ops.spmm import spmm_forward  # noqa: PLC0415
         if not ctx.needs_input_grad[0]:
             return None, None
         feats = ctx.feats
@@ -264,59 +250,3 @@ def _scale_offset(feats: SparseFeatures, like: torch.Tensor):
     """``s`` and ``μ ⊙ s`` as tensors of ``like``'s dtype and device."""
     s = torch.from_numpy(feats.inv_std).to(like.device, like.dtype)
     return s, torch.from_numpy(feats.mean).to(like.device, like.dtype) * s
-
-
-def gather_rows(features, nodes):
-    """The model input of rows ``nodes``: SparseFeatures rows, or a float32 tensor (from an
-    array, a memmap, or :class:`~scalegnn.mapped_features.MappedFeatures`' standardized rows)."""
-    if isinstance(features, SparseFeatures):
-        return features[nodes]
-    return torch.from_numpy(np.ascontiguousarray(features[nodes], dtype=np.float32))
-
-
-def append_columns(x, block: torch.Tensor):
-    """``[x | block]`` for a tensor or SparseFeatures ``x``."""
-    if isinstance(x, SparseFeatures):
-        return x.append_columns(block)
-    return torch.cat([x, block.to(x.dtype)], dim=1)
-
-
-def check_feature_format(value) -> str:
-    if value not in FEATURE_FORMATS:
-        raise ConfigError(f"params.feature_format: {value!r} is not one of "
-                          f"{list(FEATURE_FORMATS)}")
-    return value
-
-
-def density_of(x, sample_rows: int = 4096) -> float:
-    """Stored-entry density of a feature matrix; for a dense one, the nonzero share of up to
-    ``sample_rows`` evenly spaced rows (a memory-mapped matrix is never read whole)."""
-    if isinstance(x, SparseFeatures):
-        return x.density
-    n, f = x.shape
-    if n * f == 0:
-        return 0.0
-    rows = np.unique(np.linspace(0, n - 1, min(n, sample_rows)).astype(np.int64))
-    return int(np.count_nonzero(x[rows])) / (rows.size * f)
-
-
-def choose_representation(x, feature_format: str = "auto"):
-    """``x`` as the representation ``feature_format`` asks for (module docstring)."""
-    check_feature_format(feature_format)
-    sparse = isinstance(x, SparseFeatures)
-    if feature_format == "auto":
-        feature_format = "sparse" if density_of(x) <= SPARSE_MAX_DENSITY else "dense"
-    if feature_format == "sparse":
-        return x if sparse else SparseFeatures.from_dense(x)
-    return x.to_dense() if sparse else x
-
-
-def csr_features(indptr, indices, data, shape, path) -> SparseFeatures:
-    """SparseFeatures from CSR arrays a loader read (duplicates summed, indices sorted);
-    DataError naming ``path`` for non-finite values."""
-    data = np.asarray(data, dtype=np.float32)
-    if not np.isfinite(data).all():
-        raise DataError(f"{path}: features contain NaN or inf")
-    m = sp.csr_matrix((data, np.asarray(indices), np.asarray(indptr)), shape=tuple(shape))
-    m.sum_duplicates()
-    return SparseFeatures(m)
