@@ -92,8 +92,8 @@ print("loss per epoch:", " ".join(f"{e['loss']:.3f}" for e in epochs))
 # ourselves on a dense copy (fine for a small graph: np.asarray also densifies CSR features).
 x = np.asarray(dataset.features, dtype=np.float32)
 train = dataset.train_idx
-x = (x - x[train].mean(0)) / (x[train].std(0) + 1e-8)
-dataset.features = x.astype(np.float32)
+x = ((x - x[train].mean(0)) / (x[train].std(0) + 1e-8)).astype(np.float32)
+dataset.features = x      # what the loader gathers batch rows from
 
 torch.manual_seed(0)
 # The config's sampler (rw: random walks) on the training graph (inductive: only train-train
@@ -136,7 +136,7 @@ loader.close()                      # stops the background sampler thread
 model.eval()
 with torch.no_grad():
     full_adj = SparseAdj.from_graph(dataset.graph.row_normalized())
-    pred = model(torch.from_numpy(dataset.features), full_adj).argmax(1).numpy()
+    pred = model(torch.from_numpy(x), full_adj).argmax(1).numpy()
 if dataset.multilabel:
     print("plain PyTorch: multi-label data; see the engine's f1_micro above")
 else:
