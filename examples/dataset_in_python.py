@@ -5,7 +5,8 @@ edge_index) and with ``Dataset.from_arrays`` (an N x N adjacency). Each dataset 
 our own (index arrays, or boolean masks), is trained with ``Trainer``, and the test accuracy
 is printed.
 
-Run from the repository root (about 15 s on 2 cores)::
+Run from the repository root (about 3 s on 2 cores; the first run after installing also
+compiles and caches numba kernels, up to half a minute)::
 
     python examples/dataset_in_python.py [--out DIR]
 

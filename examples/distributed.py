@@ -13,7 +13,8 @@ training in one process (plain full-batch PyTorch) to show that, with every boun
 ``torchrun --nproc-per-node 2 -m scalegnn.dist --plan PLAN --config dist.yml --out RUN`` runs
 the same ranks under torchrun.
 
-Run from the repository root (about 15 s on 2 cores)::
+Run from the repository root (about 10 s on 2 cores; the first run after installing also
+compiles and caches numba kernels, up to half a minute)::
 
     python examples/distributed.py [--out DIR]
 

@@ -14,7 +14,8 @@ It computes the test split's class scores, checks that their metrics equal the r
 
 (``python -m scalegnn`` works wherever the ``scalegnn`` command is not on the PATH.)
 
-Run from the repository root (about 10 s on 2 cores)::
+Run from the repository root (about 3 s on 2 cores; the first run after installing also
+compiles and caches numba kernels, up to half a minute)::
 
     python examples/predict_embed.py [--out DIR]
 

@@ -7,7 +7,8 @@ Part 2 builds the same kind of training from the pieces with plain PyTorch: a
 ``GraphSAINTLoader`` yields sampled subgraphs, ``build_model`` makes a GNN, and the loop with
 ``torch.optim.Adam`` is ours.
 
-Run from the repository root (about 10 s on 2 cores)::
+Run from the repository root (about 3 s on 2 cores; the first run after installing also
+compiles and caches numba kernels, up to half a minute)::
 
     python examples/python_api.py                       # built-in synthetic dataset
     python examples/python_api.py --data ../shared/data/cora --config configs/shared/cora_rw.yml

@@ -11,7 +11,8 @@ The same run from the command line, with the config below saved as ``link.yml``:
     scalegnn train --data planted:nodes=2000,classes=40,degree=10,p_in=0.9 \
         --config link.yml --out RUN
 
-Run from the repository root (about 10 s on 2 cores)::
+Run from the repository root (about 6 s on 2 cores; the first run after installing also
+compiles and caches numba kernels, up to half a minute)::
 
     python examples/shadow_link.py [--out DIR]
 
