@@ -289,16 +289,16 @@ def headline(sections: dict) -> str:
                                                                "heuristic:facebook:common_neighbours")
     if lk and cn:
         rows.append(["Facebook link prediction, Hits@50 / MRR (common neighbours)",
-                     f"{f3(lk['hits50_mean'])} / {f3(lk['mrr_mean'])} ({f3(cn['hits50'])} / "
-                     f"{f3(cn['mrr'])})", f"`{lk['command']}` ({_when(lk)})"])
+                     (f"{f3(lk['hits50_mean'])} / {f3(lk['mrr_mean'])} ({f3(cn['hits50'])} / "
+                     f"{f3(cn['mrr'])})"), f"`{lk['command']}` ({_when(lk)})"])
     step, scale = _find(sections, "speed", "speed:step"), _find(sections, "speed", "speed:scale")
     if step:
         rows.append(["one training step / its GEMMs alone (target <= 1.3)",
                      f"{step['tails'][0]['ratio']:.3f}x", f"`{step['command']}` ({_when(step)})"])
     if scale:
         last = scale["rows"][-1]
-        rows.append([f"iteration time 2^{last['scale']} / 2^{scale['rows'][0]['scale']} nodes; "
-                     f"peak RSS / data at 2^{last['scale']}",
+        rows.append([(f"iteration time 2^{last['scale']} / 2^{scale['rows'][0]['scale']} nodes; "
+                     f"peak RSS / data at 2^{last['scale']}"),
                      f"{scale['iteration_ratio']:.3f}x; {last['ratio']:.2f}x",
                      f"`{scale['command']}` ({_when(scale)})"])
     kron = _find(sections, "distributed", "shaped:kronecker_17_16")

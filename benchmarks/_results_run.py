@@ -42,14 +42,15 @@ def _display(argv: list[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
-def run_command(argv: list[str]) -> tuple[list[dict], dict]:
-    """Run ``argv`` in the repository root; its JSON lines and the run's metadata."""
+def run_command(argv: list[str], allow_fail: bool = False) -> tuple[list[dict], dict]:
+    """Run ``argv`` in the repository root; its JSON lines and the run's metadata (a non-zero
+    exit raises, unless ``allow_fail``: the caller reads the failures from the lines)."""
     before = _load1()
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
     meta = {"command": _display(argv), "date": _today(), "load_avg": [before, _load1()],
             "wall_s": round(time.perf_counter() - t0, 1)}
-    if proc.returncode != 0:
+    if proc.returncode != 0 and not allow_fail:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise BenchmarkFailed(f"{meta['command']} exited {proc.returncode}: {tail}")
     lines = []

@@ -82,13 +82,15 @@ def _speed_record(bench: str, figures: list[dict]) -> dict:
 
 def run_speed(extra: list[str]) -> list[dict]:
     args = extra or ["--with-scale", "--data-dir", "/tmp/scalegnn_bench"]
-    proc_lines, _ = run_command(python("benchmarks/readme_numbers.py", *args))
+    proc_lines, _ = run_command(python("benchmarks/readme_numbers.py", *args), allow_fail=True)
     by: dict[str, list[dict]] = {}
     for line in proc_lines:
         if "bench" in line and "record" in line:
             by.setdefault(line["bench"], []).append(line)
         elif "bench" in line and line.get("rc"):
             raise BenchmarkFailed(f"{line['command']}: {line.get('error')}")
+    if not by:
+        raise BenchmarkFailed("python benchmarks/readme_numbers.py printed no records")
     return [_speed_record(bench, figures) for bench, figures in by.items()]
 
 
@@ -190,14 +192,15 @@ def run_shp(extra: list[str]) -> list[dict]:
     data = extra[0] if extra else f"{DATA}/facebook"
     parts = extra[1] if len(extra) > 1 else "4,8,16,32"
     name = Path(data).name
+    stem = name.replace(":", "_")
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / f"shp_{name}.json"
+        out = Path(tmp) / f"shp_{stem}.json"
         _, meta = run_command(scalegnn(
             "partition", "shp", data, "--parts", parts, "--sampler", "rw", "--budget",
             "num_root=500,depth=2", "--theta", "0.1", "--delta", "0.5", "--eval-batches", "200",
             "--out", str(out)))
         res = json.loads(out.read_text())
-    meta["command"] = meta["command"].replace(str(out), f"runs/partition/shp_{name}.json")
+    meta["command"] = meta["command"].replace(str(out), f"runs/partition/shp_{stem}.json")
     keep = ("parts", "batches", "nets_needed", "hp_volume", "hp_sem", "shp_volume", "shp_sem",
             "shp_vs_hp", "hp_s", "shp_s")
     return [_meta(meta, id=f"shp:{name}:{r['parts']}", kind="shp", dataset=name,

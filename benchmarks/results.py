@@ -122,7 +122,7 @@ def with_headline(readme: str, sections: dict) -> str:
         return readme
     head, rest = readme.split(start, 1)
     tail = rest.split(end, 1)[1]
-    return f"{head}{start}\n{render_sections.headline(sections)}\n{end}{tail}"
+    return f"{head}{start}\n\n{render_sections.headline(sections)}\n\n{end}{tail}"
 
 
 def cmd_render(args) -> int:
