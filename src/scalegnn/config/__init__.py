@@ -23,7 +23,9 @@
         depth: 2
 
 The published GraphSAINT table2 configs run unchanged (their ``q_threshold``/``q_offset`` keys are
-accepted and ignored). scalegnn adds optional ``params`` keys, listed in ``PARAM_DEFAULTS``.
+accepted and ignored). scalegnn adds optional ``params`` keys. Every key of every section, with
+its default, type, range or choices and meaning, is declared once in
+:mod:`scalegnn.config.schema`, which validation reads and the config reference is generated from.
 ``--set key=value`` overrides use dotted paths: ``network.dim=128``, ``params.lr=0.005``,
 ``phase.0.end=10`` (``phase.end=10`` means the last phase).
 
@@ -53,87 +55,17 @@ from pathlib import Path
 
 import yaml
 
+from scalegnn.config.checks import (check_arch, check_distributed, check_known, check_limits,
+                                    check_lr_min, check_phases, check_shadow, coerce,
+                                    coerce_section, parse_yaml)
+from scalegnn.config.schema import (BUILTIN_PARAMS, DEFAULT_PHASES, DIST_DEFAULTS,
+                                    NETWORK, NETWORK_DEFAULTS, PARAM_DEFAULTS, PARAMS,
+                                    PHASE_KEYS, SAMPLERS, SCHEMA, SECTIONS, SHADOW_DEFAULTS)
 from scalegnn.errors import ConfigError
 
-NETWORK_DEFAULTS = {"dim": 256, "aggr": "concat", "loss": None, "arch": "1-0-1-0", "act": "relu",
-                    "bias": "norm", "model": "saint",
-                    # options of the other model families (scalegnn.nn.models.MODEL_OPTIONS):
-                    # layers (0 = depth from arch), heads (gat), jk_mode (jk: concat | max),
-                    # powers (mixhop, e.g. '0-1-2'), gin_weights (gin: operator | ones)
-                    "layers": 0, "heads": 4, "jk_mode": "concat", "powers": "0-1-2",
-                    "gin_weights": "operator"}
-PARAM_DEFAULTS = {
-    "lr": 0.01, "dropout": 0.0, "weight_decay": 0.0, "sample_coverage": 50,
-    "norm_loss": True, "norm_aggr": True,
-    "q_threshold": 50, "q_offset": 0,            # reference keys (queueing of its C++ sampler), unused
-    "transductive": False,                       # sample the full graph, loss on training nodes
-    "standardize": True,                         # features -> z-scores by training-node statistics
-                                                 # (GraphSAINT's preprocessing); in-memory copy,
-                                                 # applied on read for memory-mapped ones,
-                                                 # folded into the first layer for CSR features
-    "feature_format": "auto",                    # auto | sparse | dense: CSR input features when
-                                                 # sparse enough (scalegnn.features)
-    "mmap_features": "auto",                     # auto | true | false: memory-map a dense
-                                                 # feats.npy (auto: when it is over a quarter of
-                                                 # the available memory; scalegnn.mapped_features)
-    "eval_every": 1,                             # epochs between validation passes
-    "grad_clip": 5.0,
-    "flush_denormal": True,                      # treat denormal floats as 0 while training, as
-                                                 # GPUs do (Adam's second moments of tiny
-                                                 # gradients; x86 is ~100x slower on them)
-    "eval_batch_rows": 65536,
-    "sampler_threads": 0,                        # 0 = as many as torch uses
-    "pool_depth": 4,                             # prefetched minibatches
-    "clip_multiple": 0,                          # clip |V_s| to a multiple of this (16: cache lines)
-    "loggers": "none",                           # none | csv | tensorboard | csv+tensorboard:
-                                                 # per-epoch logs beside metrics.jsonl
-    "checkpoint_seconds": 300.0,                 # also save last.pt mid-epoch after this long
-                                                 # (0: after every iteration); epoch ends always
-    "patience": 0,                               # stop after this many validation passes without
-                                                 # a better val metric (0: never stop early)
-    "lr_schedule": "none",                       # none | step | cosine | plateau (train/optim.py)
-    "lr_decay": 0.5,                             # step, plateau: factor per decay
-    "lr_step": 10,                               # step: epochs between decays
-    "lr_min": 0.0,                               # cosine: final rate; step, plateau: floor
-    "lr_patience": 2,                            # plateau: validation passes without a better
-                                                 # val metric before each decay
-}
-DIST_DEFAULTS = {
-    "boundary_p": 1.0,          # probability of keeping a boundary node per epoch (1 = exact)
-    "timeout": 120.0,           # seconds for init_process_group and for every exchange wait
-    "overlap": True,            # split Â = [Â_in | Â_bd], run Â_in·h while messages fly
-    "dtype": "float32",         # float32 | float64
-    "parts": 0,                 # number of ranks (0: --nprocs / the plan decides)
-    "method": "metis",          # partitioner for dist-train --data --parts: hp|gp|rp|metis|random
-    "lean_memory": True,        # return freed activations to the OS at once (lower peak RSS)
-}
-SHADOW_DEFAULTS = {
-    "extractors": [{"kind": "khop", "depth": 2, "budget": 20}],  # one branch per extractor
-    "readout": "center",        # center | sum | mean | max | sort:K | center+POOL
-    "residual": "none",         # none | max | concat: combine every layer's output
-    "batch_size": 64,           # training targets per minibatch
-    "eval_batch_size": 512,     # targets per inference minibatch
-    "cache_dir": "auto",        # PPR lists on disk: auto (~/.cache/scalegnn/ppr), none, a folder
-    "task": "node",             # node (classification) | link (link prediction)
-    "edge_split": [0.85, 0.05, 0.10],  # link: train / val / test share of the edges (seeded)
-    "split_seed": 0,            # link: seed of the held-out edge split and its negatives
-    "negatives": 10000,         # link: shared negative pairs ranked against each val/test edge
-    "pairs_per_epoch": 0,       # link: training positives per epoch, a fresh random subset
-                                # each epoch (0: all of them)
-    "pair_labels": 0,           # link: distance cap D of the structural labels appended to the
-                                # node features (scalegnn.shadow.labels; 0: no labels)
-    "node_features": True,      # link: feed the dataset's node features (False: labels only)
-    "adj_norm": "mean",         # subgraph operator: mean (D⁻¹A) | sym (GCN's symmetric one)
-}
-BUILTIN_PARAMS = {"patience": 5}
-"""The built-in default config's own values: on the synthetic default the validation metric
-peaks near epoch 8 of 30 and then falls (0.993 -> 0.946); patience 5 stops at epoch 13 with the
-same best-epoch test metric in less than half the time."""
-SECTIONS = {"distributed": DIST_DEFAULTS, "shadow": SHADOW_DEFAULTS}
-"""Optional mode sections: name -> defaults (each key's type is its default's)."""
-SAMPLERS = ("node", "edge", "rw", "mrw", "full")
-PHASE_KEYS = {"end", "sampler", "size_subgraph", "size_frontier", "size_subg_edge", "num_root",
-              "depth", "max_deg", "order", "eta"}
+__all__ = ["Config", "SCHEMA", "SECTIONS", "NETWORK_DEFAULTS", "PARAM_DEFAULTS", "DIST_DEFAULTS",
+           "SHADOW_DEFAULTS", "BUILTIN_PARAMS", "SAMPLERS", "PHASE_KEYS"]
+_coerce = coerce  # the name validation code used before the schema moved out
 
 
 def _one_dict(raw, key):
@@ -145,63 +77,11 @@ def _one_dict(raw, key):
     return dict(v[0] or {})
 
 
-def _coerce(name, value, like):
-    """Coerce ``value`` to the type of the default ``like``; ConfigError naming ``name``.
-
-    A key whose default is None takes any value. Otherwise None is refused; bools take
-    true/false (also 0/1 and yes/no strings); ints take integers or whole numbers (``3.0``,
-    ``'3'``) but never a bool (``dim: true`` is a mistake, not 1); floats take finite numbers
-    only (nan/inf are refused for every float key); strings take strings (an int becomes its
-    text, so ``arch: 1`` works). Ranges are checked by :meth:`Config.validate`.
-    """
-    import math  # noqa: PLC0415
-    import numbers  # noqa: PLC0415
-    if like is None:
-        return value
-    kind = type(like).__name__
-    bad = ConfigError(f"{name}: expected {kind}, got {value!r}")
-    if value is None:
-        raise bad
-    if isinstance(like, bool):
-        text = str(value).strip().lower() if isinstance(value, (str, numbers.Integral)) else ""
-        if isinstance(value, bool):
-            return value
-        if text in ("true", "1", "yes", "on"):
-            return True
-        if text in ("false", "0", "no", "off"):
-            return False
-        raise bad
-    if isinstance(like, (int, float)):
-        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
-            raise bad
-        if isinstance(like, int) and isinstance(value, numbers.Integral):
-            return int(value)
-        try:
-            f = float(value.strip() if isinstance(value, str) else value)
-        except (ValueError, OverflowError):
-            raise bad from None
-        if not math.isfinite(f):
-            raise ConfigError(f"{name}: must be a finite number, got {value!r}")
-        if isinstance(like, float):
-            return f
-        if not f.is_integer():
-            raise bad
-        return int(f)
-    if isinstance(like, str):
-        if isinstance(value, str):
-            return value
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            return str(value)
-        raise bad
-    return value
-
-
 @dataclass
 class Config:
     network: dict = field(default_factory=lambda: dict(NETWORK_DEFAULTS))
     params: dict = field(default_factory=lambda: dict(PARAM_DEFAULTS))
-    phases: list = field(default_factory=lambda: [{"end": 30, "sampler": "rw", "num_root": 1000,
-                                                    "depth": 2}])
+    phases: list = field(default_factory=lambda: copy.deepcopy(DEFAULT_PHASES))
     sections: dict = field(default_factory=dict)
     """Mode sections that were given (name -> resolved mapping); see :data:`SECTIONS`."""
 
@@ -250,7 +130,6 @@ class Config:
     def from_yaml(cls, path) -> "Config":
         """Read a YAML config file; every problem (missing, a folder, unreadable, not UTF-8,
         invalid YAML, bad values) is a one-line ConfigError naming the file or the key."""
-        from scalegnn._config_limits import parse_yaml  # noqa: PLC0415
         path = Path(path)
         if path.is_dir():
             raise ConfigError(f"{path}: is a folder, expected a YAML config file")
@@ -285,7 +164,6 @@ class Config:
         An empty key or value, or a value that is not valid YAML, is a ConfigError naming the
         assignment (write ``null`` for an explicit None).
         """
-        from scalegnn._config_limits import parse_yaml  # noqa: PLC0415
         for item in assignments or []:
             if not isinstance(item, str) or "=" not in item:
                 raise ConfigError(f"--set {item!r}: expected key=value")
@@ -319,35 +197,24 @@ class Config:
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "Config":
-        """Check keys, types and ranges (see :mod:`scalegnn._config_limits`); coerces values
-        in place (``'3'`` -> 3, ``3.0`` -> 3 for int keys) and returns ``self``."""
-        from scalegnn._config_limits import (  # noqa: PLC0415
-            NETWORK_LIMITS, PARAM_LIMITS, check_arch, check_limits, check_phases, check_schedule)
-        for k in self.network:
-            if k not in NETWORK_DEFAULTS:
-                raise ConfigError(f"network.{k}: unknown key; allowed: {sorted(NETWORK_DEFAULTS)}")
-        for k in self.params:
-            if k not in PARAM_DEFAULTS:
-                raise ConfigError(f"params.{k}: unknown key; allowed: {sorted(PARAM_DEFAULTS)}")
-        for k, v in list(self.network.items()):
-            self.network[k] = _coerce(f"network.{k}", v, NETWORK_DEFAULTS[k])
-        if isinstance(self.params.get("mmap_features"), bool):  # YAML true/false: tri-state key
-            self.params["mmap_features"] = str(self.params["mmap_features"]).lower()
-        for k, v in list(self.params.items()):
-            self.params[k] = _coerce(f"params.{k}", v, PARAM_DEFAULTS[k])
+        """Check keys, types, ranges and choices against :mod:`scalegnn.config.schema`; coerces
+        values in place (``'3'`` -> 3, ``3.0`` -> 3 for int keys) and returns ``self``."""
+        check_known(NETWORK, self.network)
+        check_known(PARAMS, self.params)
+        coerce_section(NETWORK, self.network)
+        coerce_section(PARAMS, self.params)
         n, p = self.network, self.params
-        if n["loss"] not in (None, "sigmoid", "softmax"):
-            raise ConfigError(f"network.loss: {n['loss']!r} is not one of ['sigmoid', 'softmax']")
-        check_limits("network", n, NETWORK_LIMITS)
-        check_limits("params", p, PARAM_LIMITS)
-        check_schedule(p)
+        check_limits(NETWORK, n)
+        check_limits(PARAMS, p)
+        check_lr_min(p)
+        # the choice sets the schema names by Ref, checked by the modules that own them
         from scalegnn.train.loggers import parse_loggers  # noqa: PLC0415
         parse_loggers(p["loggers"])
         from scalegnn.features import check_feature_format  # noqa: PLC0415
         check_feature_format(p["feature_format"])
-        from scalegnn.mapped_features import check_mmap_features  # noqa: PLC0415
+        from scalegnn.features import check_mmap_features  # noqa: PLC0415
         p["mmap_features"] = check_mmap_features(p["mmap_features"])
-        check_phases(self.phases, _coerce, SAMPLERS, PHASE_KEYS)
+        check_phases(self.phases)
         from scalegnn.nn.models import (  # noqa: PLC0415 (avoids import cycle)
             MODELS, parse_arch, validate_options)
         from scalegnn.nn.saint import ACTIVATIONS, AGGREGATIONS, BIASES  # noqa: PLC0415
@@ -362,15 +229,7 @@ class Config:
 
     def _validate_sections(self):
         for name, given in self.sections.items():
-            defaults = SECTIONS[name]
-            for k in list(given):
-                if k not in defaults:
-                    raise ConfigError(f"{name}.{k}: unknown key; allowed: {sorted(defaults)}")
-                given[k] = _coerce(f"{name}.{k}", given[k], defaults[k])
-        if not (0 <= self.params["checkpoint_seconds"] < float("inf")):
-            raise ConfigError(f"params.checkpoint_seconds: must be a finite number >= 0, got "
-                              f"{self.params['checkpoint_seconds']}")
-        from scalegnn._config_limits import check_distributed, check_shadow  # noqa: PLC0415
+            coerce_section(SCHEMA[name], given)
         check_shadow(self.section("shadow"), given="shadow" in self.sections)
         check_distributed(self.section("distributed"))
 

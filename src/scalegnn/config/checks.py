@@ -1,0 +1,235 @@
+"""Validation of the train config against its schema (:mod:`scalegnn.config.schema`), and a
+one-line YAML parser.
+
+Every number a config can hold has a range, so an absurd value (``dim: 1e12``,
+``pool_depth: 10**9``, ``phase.end: 10**12``) is refused when the config is read, before any
+memory is allocated or any sampling starts. :func:`coerce` types a value like its key's default
+first (bools are not numbers, float keys refuse nan/inf); :func:`check_limits` then checks the
+ranges and the choices the schema lists. Choice sets other modules own (a ``Ref`` in the
+schema) are checked by :meth:`scalegnn.config.Config.validate` with the owners' functions.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import yaml
+
+from scalegnn.config.schema import (DISTRIBUTED, MAX_ARCH_LAYERS, MAX_ARCH_ORDER, PHASE,
+                                    PHASE_KEYS, SHADOW, Key, Range, Section)
+from scalegnn.errors import ConfigError
+
+
+def coerce(name, value, like):
+    """Coerce ``value`` to the type of the default ``like``; ConfigError naming ``name``.
+
+    A key whose default is None takes any value. Otherwise None is refused; bools take
+    true/false (also 0/1 and yes/no strings); ints take integers or whole numbers (``3.0``,
+    ``'3'``) but never a bool (``dim: true`` is a mistake, not 1); floats take finite numbers
+    only (nan/inf are refused for every float key); strings take strings (an int becomes its
+    text, so ``arch: 1`` works). Ranges are checked by :func:`check_limits`.
+    """
+    if like is None:
+        return value
+    kind = type(like).__name__
+    bad = ConfigError(f"{name}: expected {kind}, got {value!r}")
+    if value is None:
+        raise bad
+    if isinstance(like, bool):
+        text = str(value).strip().lower() if isinstance(value, (str, numbers.Integral)) else ""
+        if isinstance(value, bool):
+            return value
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise bad
+    if isinstance(like, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
+            raise bad
+        if isinstance(like, int) and isinstance(value, numbers.Integral):
+            return int(value)
+        try:
+            f = float(value.strip() if isinstance(value, str) else value)
+        except (ValueError, OverflowError):
+            raise bad from None
+        if not math.isfinite(f):
+            raise ConfigError(f"{name}: must be a finite number, got {value!r}")
+        if isinstance(like, float):
+            return f
+        if not f.is_integer():
+            raise bad
+        return int(f)
+    if isinstance(like, str):
+        if isinstance(value, str):
+            return value
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return str(value)
+        raise bad
+    return value
+
+
+def check_known(section: Section, values: dict, where: str | None = None) -> None:
+    """Every key of ``values`` is one of ``section``'s (ConfigError naming the first other)."""
+    for k in values:
+        _known(section, values, k, where or section.name)
+
+
+def _known(section, values, k, where):
+    if not any(key.name == k for key in section.keys):
+        raise ConfigError(f"{where}.{k}: unknown key; allowed: {sorted(section.defaults())}")
+
+
+def coerce_section(section: Section, values: dict) -> None:
+    """Type every given value of a section like its key's default, in place (key by key: an
+    unknown key is refused where it comes)."""
+    for k in list(values):
+        _known(section, values, k, section.name)
+        key = section[k]
+        if key.bools_as_text and isinstance(values[k], bool):  # YAML true/false: tri-state key
+            values[k] = str(values[k]).lower()
+        values[k] = coerce(f"{section.name}.{k}", values[k], key.like)
+
+
+def check_range(name: str, value, rng: Range):
+    """``value`` if it is a finite number within ``rng``, else ConfigError naming ``name``."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and rng.contains(value)
+    if ok:
+        return value
+    if not rng.typed:
+        raise ConfigError(f"{name}: must be {rng.text()}, got {value}")
+    kind = "an integer" if isinstance(rng.lo, int) and not isinstance(rng.lo, bool) else \
+        "a finite number"
+    raise ConfigError(f"{name}: must be {kind} {rng.text()}, got {value!r}")
+
+
+def check_choice(name: str, value, key: Key):
+    """``value`` if it is one of ``key``'s own choices (a tuple; None too when that is the
+    default of a key that is not required), else ConfigError naming ``name``."""
+    if value in key.choices or (value is None and key.default is None and not key.required):
+        return value
+    raise ConfigError(f"{name}: {value!r} is not one of {list(key.choices)}")
+
+
+def check_limits(section: Section, values: dict) -> None:
+    """Check the ranges and own choice sets of ``section``'s keys in ``values`` (None values of
+    ranged keys are skipped), in the schema's order."""
+    for key in section.keys:
+        if key.name not in values:
+            continue
+        name = f"{section.name}.{key.name}"
+        if key.range is not None and values[key.name] is not None:
+            check_range(name, values[key.name], key.range)
+        if isinstance(key.choices, tuple):
+            check_choice(name, values[key.name], key)
+
+
+def check_lr_min(params: dict) -> None:
+    """``params.lr_min`` does not exceed ``lr`` when a schedule is on."""
+    if params["lr_schedule"] != "none" and params["lr_min"] > params["lr"]:
+        raise ConfigError(f"params.lr_min: must be <= params.lr ({params['lr']}), got "
+                          f"{params['lr_min']}")
+
+
+def check_arch(orders: list) -> None:
+    """Refuse architectures no machine can build (thousands of layers, huge orders)."""
+    if len(orders) > MAX_ARCH_LAYERS or max(orders) > MAX_ARCH_ORDER:
+        raise ConfigError(f"network.arch: at most {MAX_ARCH_LAYERS} layers of order <= "
+                          f"{MAX_ARCH_ORDER}, got {len(orders)} layers, max order {max(orders)}")
+
+
+def parse_yaml(text: str, where: str):
+    """``yaml.safe_load(text)``; every parse problem is one ConfigError naming ``where``.
+
+    Besides ``yaml.YAMLError``, PyYAML raises ValueError/OverflowError for impossible dates
+    or numbers (``2021-02-31``) and RecursionError for absurdly deep nesting.
+    """
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(e, "problem", None) or type(e).__name__
+        raise ConfigError(f"{where}: invalid YAML ({line}{problem})") from None
+    except (ValueError, OverflowError, TypeError) as e:
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ConfigError(f"{where}: invalid YAML value ({why})") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: invalid YAML (nested too deeply)") from None
+
+
+def check_phases(phases: list) -> None:
+    """Validate and coerce the ``phase`` list in place: known keys, a known sampler, strictly
+    increasing ``end`` <= MAX_EPOCHS, and sampler budgets of the right kind and range."""
+    if not isinstance(phases, list) or not phases:
+        raise ConfigError("phase: must be a non-empty list of mappings")
+    last_end, end_key = 0, PHASE["end"]
+    for i, ph in enumerate(phases):
+        if not isinstance(ph, dict):
+            raise ConfigError(f"phase[{i}]: expected a mapping, got {ph!r}")
+        for k in ph:
+            if k not in PHASE_KEYS:
+                raise ConfigError(f"phase[{i}].{k}: unknown key; allowed: {sorted(PHASE_KEYS)}")
+        check_choice(f"phase[{i}].sampler", ph.get("sampler"), PHASE["sampler"])
+        if ph.get("end") is None:
+            raise ConfigError(f"phase[{i}].end: missing (the epoch at which this phase ends)")
+        end = coerce(f"phase[{i}].end", ph["end"], end_key.like)
+        if not last_end < end <= end_key.range.hi:
+            raise ConfigError(f"phase[{i}].end: must be an integer > {last_end} and <= "
+                              f"{end_key.range.hi}, got {ph['end']!r}")
+        ph["end"] = last_end = end
+        for key in PHASE.keys:
+            if key.range is not None and key is not end_key and key.name in ph:
+                name = f"phase[{i}].{key.name}"
+                ph[key.name] = check_range(name, coerce(name, ph[key.name], key.like), key.range)
+
+
+def check_shadow(sh: dict, given: bool) -> None:
+    """The ``shadow:`` section's values (defaults filled in); ``given``: the config has the
+    section, so its readout is parsed too (that imports torch)."""
+    check_limits(SHADOW, sh)
+    if sh["adj_norm"] not in ("mean", "sym"):  # scalegnn.shadow.batch.ADJ_NORMS (imports torch)
+        raise ConfigError(f"shadow.adj_norm: {sh['adj_norm']!r} is not one of "
+                          f"['mean', 'sym']")
+    if not sh["node_features"] and sh["pair_labels"] == 0:
+        raise ConfigError("shadow.node_features: false needs shadow.pair_labels > 0 (the "
+                          "model would have no input)")
+    if sh["task"] != "link" and (sh["pair_labels"] or not sh["node_features"]):
+        raise ConfigError("shadow.pair_labels / shadow.node_features: only for "
+                          "shadow.task: link (labels are relative to a pair's two ends)")
+    frac = sh["edge_split"]
+    if not isinstance(frac, (list, tuple)) or len(frac) != 3 or not all(
+            isinstance(f, (int, float)) and not isinstance(f, bool) and 0 <= f <= 1
+            for f in frac) or abs(sum(frac) - 1) > 1e-6 or min(frac) <= 0:
+        raise ConfigError(f"shadow.edge_split: expected [train, val, test] fractions in "
+                          f"(0, 1) summing to 1, got {frac!r}")
+    if not isinstance(sh["readout"], str) or not isinstance(sh["residual"], str):
+        raise ConfigError(f"shadow.readout / shadow.residual: expected text like "
+                          f"'center+mean' / 'none', got {sh['readout']!r} / {sh['residual']!r}")
+    if given:
+        from scalegnn.shadow.readout import RESIDUALS, parse_readout  # noqa: PLC0415 (imports torch)
+        parse_readout(sh["readout"])
+        if sh["residual"] not in RESIDUALS:
+            raise ConfigError(f"shadow.residual: {sh['residual']!r} is not one of "
+                              f"{sorted(RESIDUALS)}")
+    if not isinstance(sh["cache_dir"], str):
+        raise ConfigError(f"shadow.cache_dir: expected auto, none or a folder, got "
+                          f"{sh['cache_dir']!r}")
+    exts = [sh["extractors"]] if isinstance(sh["extractors"], dict) else sh["extractors"]
+    if not isinstance(exts, list) or not exts or not all(  # kinds: shadow.mode.EXTRACTOR_KEYS
+            isinstance(e, dict) and e.get("kind") in ("ppr", "khop") for e in exts):
+        raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings with "
+                          f"kind: ppr or kind: khop, got {sh['extractors']!r}")
+    if not isinstance(sh["extractors"], (list, dict)) or not sh["extractors"]:
+        raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings, got "
+                          f"{sh['extractors']!r}")
+
+
+def check_distributed(d: dict) -> None:
+    """The ``distributed:`` section's values (defaults filled in)."""
+    check_limits(DISTRIBUTED, d)
+    from scalegnn.dist.partition import METHODS  # noqa: PLC0415 (numpy only, no torch)
+    if d["method"] not in METHODS:
+        raise ConfigError(f"distributed.method: {d['method']!r} is not one of {list(METHODS)}")
