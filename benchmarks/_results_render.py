@@ -190,8 +190,12 @@ def loaders(sec: dict, all_sections: dict) -> str:
     recs = kind(sec["records"], "format")
     rows = [[LOADER.get(r["format"], r["format"]), f"{r['file_mb']:.1f}", f"{r['seconds']:.2f}",
              f"{r['cpu_seconds']:.2f}", f"{r['mb_per_s']:.1f}", f"{r['ratio']:.2f}"] for r in recs]
+    sized = next((r for r in recs if r.get("nodes")), None)
+    intro = text.LOADERS_INTRO if sized is None else (
+        f"A Kronecker graph with {sized['nodes']:,} nodes and {sized['edges']:,} CSR entries, "
+        + text.LOADERS_INTRO.split(", ", 3)[3])
     return "\n\n".join(filter(None, [
-        text.LOADERS_INTRO, provenance(recs),
+        intro, provenance(recs),
         table(["format", "files (MB)", "wall s", "CPU s", "MB/s (wall)",
                "peak / (CSR + features)"], rows, "lrrrrr"),
         notes(sec, sec["records"])]))

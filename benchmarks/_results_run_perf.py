@@ -101,7 +101,7 @@ def run_loaders(extra: list[str]) -> list[dict]:
     after = next((x["loadavg_after"][0] for x in lines if "loadavg_after" in x), None)
     load = [round(v, 2) for v in (before, after) if v is not None] or meta["load_avg"]
     keep = ("format", "file_mb", "seconds", "cpu_seconds", "mb_per_s", "ratio", "peak_mb",
-            "data_mb", "edge_file_mb", "edge_seconds", "edge_mb_per_s")
+            "data_mb", "edge_file_mb", "edge_seconds", "edge_mb_per_s", "nodes", "edges")
     return [{**{k: x[k] for k in keep if k in x}, "id": f"loader:{x['format']}",
              "kind": "format", "group": "loaders:table", **_meta(meta, load_avg=load)}
             for x in lines if "format" in x]
