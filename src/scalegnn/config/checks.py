@@ -17,7 +17,7 @@ import numbers
 import yaml
 
 from scalegnn.config.schema import (DISTRIBUTED, MAX_ARCH_LAYERS, MAX_ARCH_ORDER, PHASE,
-                                    PHASE_KEYS, SHADOW, Key, Range, Section)
+                                    SHADOW, Key, Range, Section)
 from scalegnn.errors import ConfigError
 
 
@@ -70,23 +70,26 @@ def coerce(name, value, like):
     return value
 
 
-def check_known(section: Section, values: dict, where: str | None = None) -> None:
+def key_of(section: Section, name, where: str | None = None) -> Key:
+    """``section``'s key ``name``; else ConfigError ``<where>.<name>: unknown key`` listing
+    the allowed ones (``where``: the section's name unless given, e.g. ``phase[1]``)."""
+    if name not in section.names:
+        raise ConfigError(f"{where or section.name}.{name}: unknown key; allowed: "
+                          f"{sorted(section.names)}")
+    return section[name]
+
+
+def check_known(section: Section, values: dict) -> None:
     """Every key of ``values`` is one of ``section``'s (ConfigError naming the first other)."""
     for k in values:
-        _known(section, values, k, where or section.name)
-
-
-def _known(section, values, k, where):
-    if not any(key.name == k for key in section.keys):
-        raise ConfigError(f"{where}.{k}: unknown key; allowed: {sorted(section.defaults())}")
+        key_of(section, k)
 
 
 def coerce_section(section: Section, values: dict) -> None:
     """Type every given value of a section like its key's default, in place (key by key: an
     unknown key is refused where it comes)."""
     for k in list(values):
-        _known(section, values, k, section.name)
-        key = section[k]
+        key = key_of(section, k)
         if key.bools_as_text and isinstance(values[k], bool):  # YAML true/false: tri-state key
             values[k] = str(values[k]).lower()
         values[k] = coerce(f"{section.name}.{k}", values[k], key.like)
@@ -170,8 +173,7 @@ def check_phases(phases: list) -> None:
         if not isinstance(ph, dict):
             raise ConfigError(f"phase[{i}]: expected a mapping, got {ph!r}")
         for k in ph:
-            if k not in PHASE_KEYS:
-                raise ConfigError(f"phase[{i}].{k}: unknown key; allowed: {sorted(PHASE_KEYS)}")
+            key_of(PHASE, k, f"phase[{i}]")
         check_choice(f"phase[{i}].sampler", ph.get("sampler"), PHASE["sampler"])
         if ph.get("end") is None:
             raise ConfigError(f"phase[{i}].end: missing (the epoch at which this phase ends)")

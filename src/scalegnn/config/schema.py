@@ -118,8 +118,15 @@ class Section:
     keys: tuple[Key, ...]
     mode: bool = False
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.keys)
+
     def __getitem__(self, name: str) -> Key:
-        return next(k for k in self.keys if k.name == name)
+        for key in self.keys:
+            if key.name == name:
+                return key
+        raise KeyError(f"{self.name}.{name}")
 
     def defaults(self) -> dict:
         return {k.name: k.default for k in self.keys if not k.required}
@@ -317,7 +324,7 @@ SECTIONS = {s.name: s.defaults() for s in SCHEMA.values() if s.mode}
 """Optional mode sections: name -> defaults (each key's type is its default's)."""
 DIST_DEFAULTS = SECTIONS["distributed"]
 SHADOW_DEFAULTS = SECTIONS["shadow"]
-PHASE_KEYS = {k.name for k in PHASE.keys}
+PHASE_KEYS = set(PHASE.names)
 DEFAULT_PHASES = [{"end": 30, "sampler": "rw", "num_root": 1000, "depth": 2}]
 """The phase list of a config without one."""
 BUILTIN_PARAMS = {"patience": 5}
