@@ -15,6 +15,7 @@ from scalegnn.cli import build_parser
 from scalegnn.config import NETWORK_DEFAULTS, PARAM_DEFAULTS, PHASE_KEYS, SECTIONS, Config
 from scalegnn.config.schema import SCHEMA, Key, Ref, Section
 from scalegnn.errors import ConfigError
+from scalegnn.sampling import SAMPLERS as IMPLEMENTED
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -182,6 +183,10 @@ def test_defaults_validate_and_types_are_enforced(section, key):
     if key.type_name in ("int", "float", "bool"):
         with pytest.raises(ConfigError, match=re.escape(display_name(section, key))):
             config_with(section, key, [1])
+
+
+def test_sampler_names_are_the_samplers():
+    assert list(SCHEMA["phase"]["sampler"].choices) == list(IMPLEMENTED)
 
 
 @pytest.mark.parametrize("name", ["network", "params", "phase", "distributed", "shadow"])

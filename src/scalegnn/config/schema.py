@@ -24,15 +24,17 @@ MAX_EPOCHS = 10**7
 MAX_ARCH_LAYERS = 256
 MAX_ARCH_ORDER = 64
 LR_SCHEDULES = ("none", "step", "cosine", "plateau")  # the kinds of optim.LRSchedule
-SAMPLERS = ("node", "edge", "rw", "mrw", "full")      # scalegnn.sampling.SAMPLERS
+SAMPLERS = ("node", "edge", "rw", "mrw", "full")      # = scalegnn.sampling.SAMPLERS (tested)
 
 
 @dataclass(frozen=True)
 class Ref:
-    """A choice set owned by another module, named rather than imported: those modules import
-    torch, and most import :mod:`scalegnn.config` in turn. Validation checks these keys with the
-    owner's own function (one-line ConfigError naming the key); :meth:`resolve` is for the
-    reference page and the tests."""
+    """A choice set owned by another module, named rather than imported (those modules import
+    torch, or sit in packages that import :mod:`scalegnn.config`). Validation checks these keys
+    with the owner's function or set; two sets whose owners import torch,
+    ``shadow.batch.ADJ_NORMS`` and the kinds of ``shadow.mode.EXTRACTOR_KEYS``, are written out
+    again in ``checks.check_shadow``. :meth:`resolve` is for the reference page and the tests
+    (``tests/test_docs_reference.py`` checks that every listed value validates)."""
 
     module: str
     name: str
