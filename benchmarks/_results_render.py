@@ -24,7 +24,7 @@ def f3(x) -> str:
 
 def num(x) -> str:
     """A load average or count as written: no trailing zeros."""
-    return f"{x:g}" if isinstance(x, float) else str(x)
+    return f"{round(x, 2):g}" if isinstance(x, float) else str(x)
 
 
 def load_text(values) -> str:
@@ -182,8 +182,9 @@ def sparse(sec: dict, all_sections: dict) -> str:
 
 def speed(sec: dict, all_sections: dict) -> str:
     recs = sec["records"]
+    extra = notes(sec, recs)
     return "\n\n".join(filter(None, [tables.speed_header(recs), tables.speed_bullets(recs),
-                                      "Notes on these figures:", notes(sec, recs)]))
+                                      "Notes on these figures:" if extra else "", extra]))
 
 
 def loaders(sec: dict, all_sections: dict) -> str:
@@ -205,24 +206,31 @@ def distributed(sec: dict, all_sections: dict) -> str:
     recs = sec["records"]
     shaped, methods = kind(recs, "shaped"), kind(recs, "methods")
     rows = []
+    def val(v, fmt="{:.2f} s"):
+        return "—" if v is None else fmt.format(v)
     for r in shaped:
         e = r["epoch_s"]
-        share = f"{e['1']:.2f} s ({r['comm_share_p1']:.2f}"
-        share += f"; all-reduce {r['allreduce_s_p1']:.2f} s)" if r.get("allreduce_s_p1") is not None else ")"
-        test = f"({r['test_note']})" if r.get("test_note") else f"{f3(r['test_p1'])} / {f3(r['test_p01'])}"
-        rows.append([(f"{r['dataset']}, {text.LINK_RATE.get(r['shape'], r['shape'])} "
-                     f"({r['measured_gbit_s']:.3f})"), share, f"{e['0.1']:.2f} s", f"{e['0.01']:.2f} s",
-                     f"**{r['epoch_ratio']:.3f}** ({', '.join(f'{x:.3f}' for x in r['epoch_ratio_rounds'])})",
-                     f"{r['bytes_ratio']:.3f}", test])
+        share = f"{val(e.get('1'))} ({val(r.get('comm_share_p1'), '{:.2f}')}"
+        share += (f"; all-reduce {r['allreduce_s_p1']:.2f} s)"
+                  if r.get("allreduce_s_p1") is not None else ")")
+        test = (f"({r['test_note']})" if r.get("test_note")
+                else f"{f3(r.get('test_p1'))} / {f3(r.get('test_p01'))}")
+        rounds = ", ".join(f"{x:.3f}" for x in r.get("epoch_ratio_rounds") or [])
+        method = "" if r.get("method", "gp") == "gp" else f" ({r['method'].upper()})"
+        rows.append([(f"{r['dataset']}{method}, {text.LINK_RATE.get(r['shape'], r['shape'])} "
+                     f"({val(r.get('measured_gbit_s'), '{:.3f}')})"), share, val(e.get("0.1")),
+                     val(e.get("0.01")),
+                     f"**{val(r.get('epoch_ratio'), '{:.3f}')}**" + (f" ({rounds})" if rounds else ""),
+                     val(r.get("bytes_ratio"), "{:.3f}"), test])
     mrows = []
-    for m in ("hp", "gp", "rp"):
+    names = [m for m in ("hp", "gp", "rp") if any(m in r["epoch_s_p1"] for r in methods)]
+    for m in names:
         row = [m.upper()]
         for r in methods:
-            best = min(r["epoch_s_p1"].values())
-            ep = r["epoch_s_p1"].get(m)
-            row += [("—" if ep is None else (f"**{ep:.2f} s**" if ep == best else f"{ep:.2f} s")),
-                    f"{r['bytes_mb_p1'][m]:.2f} MB" if r['bytes_mb_p1'][m] < 10 else
-                    f"{r['bytes_mb_p1'][m]:.1f} MB"]
+            ep, mb = r["epoch_s_p1"].get(m), r["bytes_mb_p1"].get(m)
+            best = ep is not None and ep == min(r["epoch_s_p1"].values())
+            row += ["—" if ep is None else (f"**{ep:.2f} s**" if best else f"{ep:.2f} s"),
+                    "—" if mb is None else (f"{mb:.2f} MB" if mb < 10 else f"{mb:.1f} MB")]
         mrows.append(row)
     mhead = ["method (p = 1)"]
     for r in methods:

@@ -135,7 +135,9 @@ def run_distributed(extra: list[str]) -> list[dict]:
             name = x.get("dataset", "").replace("kronecker_", "kronecker:").replace("_", ":")
             if x.get("kind") == "summary" and "epoch_s_p0.1" in x:
                 recs.append(_meta(
-                    meta, id=f"shaped:{x['dataset']}", kind="shaped", dataset=name,
+                    meta, id=f"shaped:{x['dataset']}" + ("" if x["method"] == "gp" else
+                                                         f":{x['method']}"),
+                    kind="shaped", dataset=name,
                     shape=x["shape"], measured_gbit_s=link, method=x["method"],
                     epoch_s={p: x.get(f"epoch_s_p{p}") for p in ("1.0", "0.1", "0.01")},
                     comm_share_p1=x.get("comm_share_p1.0"), allreduce_s_p1=None,

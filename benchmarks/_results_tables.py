@@ -27,9 +27,10 @@ def speed_header(recs: list[dict]) -> str:
 
 def _sample(x, r) -> str:
     rates = ", ".join(f"{name} {rate:.0f}/s" for name, rate in x["rates"])
-    return (f"- Sampling, `{x['command']}` (best of the repeats, {x['threads']} threads): {rates}; "
-            f"{x['threads']} threads = {r.span(x['speedup'])}x one thread "
-            f"(load average {r.load_text(x['load_avg'])}).")
+    speedup = (f"; {x['threads']} threads = {r.span(x['speedup'])}x one thread"
+               if x.get("speedup") else "")
+    return (f"- Sampling, `{x['command']}` (best of the repeats, {x['threads']} threads): {rates}"
+            f"{speedup} (load average {r.load_text(x['load_avg'])}).")
 
 
 def _step(x, r) -> str:

@@ -78,9 +78,11 @@ LOADERS_INTRO = ("A Kronecker graph with 2^20 nodes, 15.7 M undirected edges, 50
                  "written in every format and loaded in a fresh process; peak RSS above the "
                  "warmed-up baseline (target: at most 2x the loaded CSR + features).")
 
-DIST_INTRO = ("4 gloo ranks on one 2-core host inside `unshare -n`, loopback limited with "
-              "`tc ... tbf`, so the link carries the sum of all ranks' traffic; hidden 64, "
-              "full-graph epochs; boundary nodes kept with probability p (BNS-GCN).")
+DIST_INTRO = ("Gloo ranks on one 2-core host inside `unshare -n`, loopback limited with "
+              "`tc ... tbf`, so the link carries the sum of all ranks' traffic; full-graph "
+              "epochs; boundary nodes kept with probability p (BNS-GCN); the number of ranks, "
+              "hidden size and epochs are the commands' `--nprocs`, `--hidden`, `--epochs`. "
+              "Partitioner GP unless the row names another.")
 LINK_RATE = {"1gbit": "1 Gbit/s", "50mbit": "50 Mbit/s", "10gbit": "10 Gbit/s"}
 
 PARTITION_INTRO = ("SPEC §6. *volume* = rows a rank sends per layer, *messages* = peers a "
