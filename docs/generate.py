@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+import scalegnn.cli
 import scalegnn.config
 from scalegnn.cli import build_parser
 from scalegnn.config.schema import BUILTIN_PARAMS, DEFAULT_PHASES, SCHEMA, Key, Ref, Section
@@ -77,7 +78,7 @@ def rst_to_md(text: str) -> str:
             block.pop()
         while block and not block[0].strip():
             block.pop(0)
-        indent = min(len(b) - len(b.lstrip()) for b in block if b.strip())
+        indent = min((len(b) - len(b.lstrip()) for b in block if b.strip()), default=0)
         out += ["", "```yaml", *(b[indent:] for b in block), "```", ""]
     return "\n".join(out).strip() + "\n"
 
@@ -239,7 +240,7 @@ def cli_page() -> str:
         else:
             os.environ["COLUMNS"] = saved
     out = ["# CLI reference", "", NOTICE, "",
-           rst_to_md(sys.modules["scalegnn.cli"].__doc__).strip(), ""]
+           rst_to_md(scalegnn.cli.__doc__).strip(), ""]
     for sub, about in commands(parser):
         out += command_section(sub, about)
     return "\n".join(out)
