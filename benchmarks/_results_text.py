@@ -57,12 +57,14 @@ CONFIG_ABOUT = {
                                         "`adj_norm: sym`, hadamard+sum, 8 epochs of 20,000 pairs",
 }
 
-SHADOW_INTRO = ("SAGE backbone; test metric of the best-validation epoch, seeds 0, 1, 2; "
-                "beside GraphSAINT with the same backbone from the accuracy table.")
+SHADOW_INTRO = ("SAGE backbone; test metric of the best-validation epoch, one run per seed S "
+                "of the command (the per-seed column); beside GraphSAINT with the same "
+                "backbone from the accuracy table.")
 
 LINK_INTRO = ("`shadow.task: link`; seeded 85/5/10 edge split, split seed 0, each held-out "
               "test edge ranked against the same 10,000 shared negatives; test metrics of the "
-              "best-validation epoch, seeds 0, 1, 2. The heuristics score the identical split "
+              "best-validation epoch, one run per seed S of the command. The heuristics score the "
+              "identical split "
               "on its training graph.")
 
 SPARSE_INTRO = ("Bag-of-words features stay CSR from the loader to the first layer "
