@@ -47,8 +47,8 @@ def main(argv=None) -> int:
     from scalegnn.nn import models
     from scalegnn.ops.fused import l2_normalize
     from scalegnn.threads import set_threads
-    from scalegnn.train import optim
-    from scalegnn.train.optim import Adam
+    from scalegnn.engine import optim
+    from scalegnn.engine.optim import Adam
     from scalegnn.train.trainer import Trainer
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -333,7 +333,7 @@ def _(tmp, mp):
 
 # ----------------------------------------------------------------------------- 3. generator sizes
 def little_memory(mp, nbytes=1 << 30):
-    mp.setattr("scalegnn.data._common.available_memory", lambda: nbytes)
+    mp.setattr("scalegnn.memory.available_memory", lambda: nbytes)
 
 
 @case("kronecker scale beyond memory", "kronecker:24:16", "1.0 GiB", "memory")

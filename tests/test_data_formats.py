@@ -15,7 +15,7 @@ from scalegnn.cli import main
 from scalegnn.config import Config
 from scalegnn.data import Dataset, load_dataset
 from scalegnn.errors import ConfigError, DataError
-from scalegnn.train.metrics import compute_metrics
+from scalegnn.engine.metrics import compute_metrics
 
 
 def dense(x):

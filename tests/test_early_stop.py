@@ -16,7 +16,7 @@ import pytest
 
 from scalegnn.config import Config
 from scalegnn.errors import ConfigError
-from scalegnn.train.optim import LRSchedule
+from scalegnn.engine.optim import LRSchedule
 from test_resume import outcome, records, scalegnn
 
 DATA = "planted:nodes=400,classes=3,features=16"

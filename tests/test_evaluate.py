@@ -7,7 +7,7 @@ import torch
 from scalegnn.graph import Graph
 from scalegnn.nn import build_model
 from scalegnn.ops import SparseAdj
-from scalegnn.train.evaluate import full_graph_logits
+from scalegnn.engine.evaluate import full_graph_logits
 
 
 @pytest.mark.parametrize("arch, hidden, aggr", [("1-0-1-0", 16, "concat"), ("2-1", 64, "concat"),

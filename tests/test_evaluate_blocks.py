@@ -9,7 +9,7 @@ from scalegnn.features import SparseFeatures
 from scalegnn.graph import Graph
 from scalegnn.nn import build_model
 from scalegnn.ops import SparseAdj
-from scalegnn.train.evaluate import full_graph_logits, layerwise_bytes
+from scalegnn.engine.evaluate import full_graph_logits, layerwise_bytes
 
 
 def _graph(n=300, m=1500, seed=0):

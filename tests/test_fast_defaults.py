@@ -58,7 +58,7 @@ def test_trainer_flushes_denormals_by_default_and_opts_out():
 def test_flushing_changes_only_denormal_results():
     """Adam with flushing equals Adam without it wherever no value is denormal, and turns a
     denormal second moment into 0 (as GPUs do) instead of computing on it."""
-    from scalegnn.train.optim import Adam
+    from scalegnn.engine.optim import Adam
     g = torch.tensor([1e-3, 0.5, -2.0, 1e-21], dtype=torch.float32)   # 1e-21² is denormal
     out = {}
     for flush in (False, True):
@@ -210,7 +210,7 @@ def test_l2_normalize_matches_torch():
 def test_fused_adam_matches_torch_ops(dtype, size, monkeypatch):
     """The fused one-pass update (parallel above 65536 elements, serial below) = the optimizer's
     torch-ops path = torch.optim.Adam, with and without weight decay."""
-    from scalegnn.train import optim
+    from scalegnn.engine import optim
     tol = 1e-6 if dtype == torch.float32 else 1e-12
     for wd in (0.0, 0.01):
         runs = []

@@ -18,7 +18,7 @@ import scalegnn
 from scalegnn.cli import main as cli_main
 from scalegnn.config import Config
 from scalegnn.data import load_dataset
-from scalegnn.train.metrics import compute_metrics
+from scalegnn.engine.metrics import compute_metrics
 from scalegnn.train.trainer import Trainer
 
 DATA = "planted:nodes=400,classes=3,features=16"

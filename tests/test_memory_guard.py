@@ -1,4 +1,4 @@
-"""Memory guard: the training peak-memory estimate (scalegnn.memory), the refusal before
+"""Memory guard: the training peak-memory estimate (scalegnn.engine.memory_guard), the refusal before
 training (one line, exit 2, --force), and `data info`'s estimate."""
 
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import make_tiny_dataset
 
-from scalegnn import memory
+from scalegnn.engine import memory_guard as memory
 from scalegnn.cli import main
 from scalegnn.config import Config
 from scalegnn.data import load_dataset

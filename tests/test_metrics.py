@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from scalegnn.train.metrics import compute_metrics, f1_scores, roc_auc
+from scalegnn.engine.metrics import compute_metrics, f1_scores, roc_auc
 
 
 def auc_bruteforce(y, s):

@@ -19,7 +19,7 @@ from scalegnn.nn import (MODELS, GATLayer, GCNLayer, GINLayer, JumpingKnowledge,
 from scalegnn.nn.gat import attention_spmm, edge_rows
 from scalegnn.nn.saint import feature_norm
 from scalegnn.ops import SparseAdj
-from scalegnn.train.evaluate import full_graph_logits
+from scalegnn.engine.evaluate import full_graph_logits
 from scalegnn.train.trainer import Trainer
 
 FAMILIES = ["gcn", "gat", "mixhop", "jk", "gin"]

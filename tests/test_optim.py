@@ -2,7 +2,7 @@
 
 import torch
 
-from scalegnn.train.optim import Adam
+from scalegnn.engine.optim import Adam
 
 
 def _run(opt_cls, steps, wd, state=None):

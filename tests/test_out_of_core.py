@@ -206,13 +206,13 @@ def test_train_maps_large_feature_files(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from scalegnn.cli.train import map_features
-    from scalegnn.data import _common
+    from scalegnn import memory
     save_graphsaint(make_tiny_dataset(), tmp_path / "gs")   # feats.npy: 40 x 6 x 4 = 960 B
     cfg = Config.builtin().validate()
     spec = SimpleNamespace(config=cfg, data=str(tmp_path / "gs"))
-    monkeypatch.setattr(_common, "available_memory", lambda: 4000)
+    monkeypatch.setattr(memory, "available_memory", lambda: 4000)
     assert not map_features(spec)
-    monkeypatch.setattr(_common, "available_memory", lambda: 3000)
+    monkeypatch.setattr(memory, "available_memory", lambda: 3000)
     assert map_features(spec)
     cfg.params["mmap_features"] = "false"
     assert not map_features(spec)

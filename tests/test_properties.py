@@ -368,7 +368,7 @@ def test_csv_fuzzed(data):
 # ----------------------------------------------------------------------------- (d) spec strings
 @contextmanager
 def small_memory(nbytes: int = 16 << 20):
-    with mock.patch("scalegnn.data._common.available_memory", return_value=nbytes):
+    with mock.patch("scalegnn.memory.available_memory", return_value=nbytes):
         yield
 
 

@@ -19,8 +19,8 @@ from scalegnn.config import Config
 from scalegnn.errors import ConfigError
 from scalegnn.report import load_run, report_after_run, write_report
 from scalegnn.report.rundata import rank_split, rank_totals
-from scalegnn.train.loggers import flatten_record, parse_loggers
-from scalegnn.train.rundir import RunDir
+from scalegnn.engine.loggers import flatten_record, parse_loggers
+from scalegnn.engine.rundir import RunDir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -262,7 +262,7 @@ def test_tensorboard_logger_writes_scalars(tmp_path):
 def test_compile_clock_counts_numba_compilation():
     import numba
 
-    from scalegnn.train.jitclock import compile_seconds, compile_since
+    from scalegnn.engine.jitclock import compile_seconds, compile_since
 
     @numba.njit(cache=False)
     def fresh(a):

@@ -143,8 +143,8 @@ STARTS_OVER = {"presample:1", "save:2"}  # killed before the first last.pt exist
 
 def _kill_and_resume(cwd: Path, kill: str, extra: list) -> dict:
     """Run with the kill, look at what it left, (tear metrics.jsonl), resume; the facts."""
-    from scalegnn.train.checkpoint import load_checkpoint
-    from scalegnn.train.rundir import read_metrics_file
+    from scalegnn.engine.checkpoint import load_checkpoint
+    from scalegnn.engine.rundir import read_metrics_file
     run = cwd / "run"
     out = {"run": run}
     r = scalegnn("train", *RUN, *extra, "--out", "run", cwd=cwd, kill=kill.split("+")[0])
@@ -229,7 +229,7 @@ def _plant(path: Path, marker: Path, how: str):
 @pytest.mark.parametrize("name", ["last.pt", "best.pt"])
 @pytest.mark.parametrize("how", ["torch", "pickle"])
 def test_planted_pickle_is_refused_and_not_run(run_copy, tmp_path, capsys, name, how):
-    from scalegnn.train.checkpoint import load_checkpoint
+    from scalegnn.engine.checkpoint import load_checkpoint
     marker = tmp_path / "MARKER"
     _plant(run_copy / name, marker, how)
     with pytest.raises(ConfigError) as e:
@@ -307,7 +307,7 @@ def test_second_run_into_a_run_is_refused_overwrite_replaces(run_copy, capsys):
 
 
 def test_locked_run_is_refused(run_copy, tmp_path):
-    from scalegnn.train.rundir import RunDir
+    from scalegnn.engine.rundir import RunDir
     before = snapshot(run_copy)
     holder = RunDir(run_copy, resume=True)  # this process now holds the run's flock
     try:

@@ -12,7 +12,7 @@ from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
 from scalegnn.shadow.link import (EdgeSplit, adamic_adar_scores, common_neighbours_scores,
                                   heuristic_baseline, sample_negatives, split_edges)
-from scalegnn.train.metrics import hits_at_k, link_metrics, link_ranks, mrr
+from scalegnn.engine.metrics import hits_at_k, link_metrics, link_ranks, mrr
 
 
 def random_graph(n=200, m=1200, seed=0, loops=5):

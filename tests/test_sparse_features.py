@@ -16,7 +16,7 @@ from scalegnn.features import (SPARSE_MAX_DENSITY, DenseFeatures, SparseFeatures
 from scalegnn.graph import Graph
 from scalegnn.nn.models import build_model
 from scalegnn.ops import SparseAdj
-from scalegnn.train.evaluate import full_graph_logits
+from scalegnn.engine.evaluate import full_graph_logits
 
 
 def sparse_dataset(n=120, f=40, density=0.06, classes=3, seed=0):

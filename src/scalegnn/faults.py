@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 _KILL_ENV = "SCALEGNN_TEST_KILL_AT"
 _kill_counts: dict = {}
@@ -39,5 +40,4 @@ def exchange_delay(rank: int) -> None:
         return
     who, _, secs = spec.partition(":")
     if who == str(rank):
-        import time
         time.sleep(float(secs or 0))

@@ -6,7 +6,7 @@ its data, and the class scores / embeddings it gives any set of nodes.
 >>> z = run.embeddings()                              # every node: the classifier's input
 
 The numbers are the evaluation's own: the mode's ``scores`` / ``embeddings`` (GraphSAINT: the
-layer-wise full-graph pass of :mod:`scalegnn.train.evaluate`, memory bounded by
+layer-wise full-graph pass of :mod:`scalegnn.engine.evaluate`, memory bounded by
 ``params.eval_batch_rows``; shaDow-GNN: per-target subgraphs, ``shadow.eval_batch_size`` targets
 at a time, the fixed inference extraction seed). So ``compute_metrics`` of the test rows equals
 the run's ``summary.json`` test metrics, and a node's row does not depend on the other nodes
@@ -33,13 +33,21 @@ selected node in selection order (``--nodes`` file order, a split's order, or no
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from scalegnn.config import Config
+from scalegnn.data import load_dataset
+from scalegnn.data.transforms import prepared_dataset, standardized_like
+from scalegnn.engine import checkpoint as ckpt
+from scalegnn.engine.metrics import compute_metrics
 from scalegnn.errors import ConfigError, DataError
-from scalegnn.io import read_json_object, same_path
+from scalegnn.io import atomic_open, atomic_save_npy, read_json_object, same_path
+from scalegnn.train.modes import mode_for
+from scalegnn.train.trainer import build_run_model, resolve_device
 
 OUTPUT_TYPES = (".npy", ".csv", ".parquet")
 SPLITS = ("train", "val", "test")
@@ -111,7 +119,6 @@ class TrainedRun:
 
     def metrics(self, nodes, scores) -> dict:
         """The evaluation's metrics of ``scores`` against the data's labels of ``nodes``."""
-        from scalegnn.train.metrics import compute_metrics  # noqa: PLC0415
         return compute_metrics(self.dataset.labels[nodes], scores, self.dataset.multilabel)
 
 
@@ -121,11 +128,6 @@ def load_run(run_dir, data=None, *, device="cpu") -> TrainedRun:
     ``run.json``'s record (``data``, ``split``, ``data_options``) or from ``data`` (a path or
     generator spec of the same feature width). GraphSAINT and shaDow-GNN node classification
     runs; anything else is refused in one line."""
-    from scalegnn.config import Config  # noqa: PLC0415
-    from scalegnn.data import load_dataset  # noqa: PLC0415
-    from scalegnn.train import checkpoint as ckpt  # noqa: PLC0415
-    from scalegnn.train.modes import mode_for  # noqa: PLC0415
-    from scalegnn.train.trainer import build_run_model, resolve_device  # noqa: PLC0415
 
     path = Path(run_dir)
     if not path.is_dir():
@@ -285,7 +287,6 @@ def write_embeddings(path, nodes: np.ndarray, emb: np.ndarray) -> Path:
 
 
 def _write(path, matrix: np.ndarray, cols: list) -> Path:
-    from scalegnn.io import atomic_open, atomic_save_npy  # noqa: PLC0415
     path = check_output(path)
     suffix = path.suffix.lower()
     if suffix == ".npy":
@@ -311,10 +312,7 @@ def _scaled_like_run(dataset, recorded, config, info: dict, path: Path):
     """``dataset`` prepared as the run's own data was: its feature layout and, with
     ``params.standardize``, the statistics of the run's training nodes, not the new graph's
     (the preparation of ``--test-data``, :mod:`scalegnn.train.transfer`)."""
-    import dataclasses  # noqa: PLC0415
 
-    from scalegnn.data import load_dataset  # noqa: PLC0415
-    from scalegnn.data.transforms import prepared_dataset, standardized_like  # noqa: PLC0415
     options = info.get("data_options") or None
     try:
         ref = load_dataset(recorded, split=int(info.get("split") or 0), seed=0,

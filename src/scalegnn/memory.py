@@ -1,47 +1,10 @@
-"""Memory guard: estimate a training run's peak memory before it starts, and refuse early.
+"""Memory of this process and of the machine: what can still be allocated, what is held.
 
-:func:`estimate_training_memory` adds up named terms for a GraphSAINT-mode run of ``config`` on
-``dataset`` (n nodes, E CSR entries, E_t entries of the training graph, F features, C label
-columns, |V_s| the largest phase's subgraph size, P model parameters, 4-byte floats):
-
-====================== =====================================================================
-graph                  the CSR: 8(n+1) + E·itemsize
-training graph         inductive runs: the train-train CSR (GraphSAINT's adj_train), 0 when
-                       ``params.transductive``
-normalization          evaluation's row-normalized values 4E, 1/deg 4n; with GraphSAINT
-                       normalization (``norm_loss`` and ``norm_aggr``) also the aggregator
-                       multipliers and pre-sampling counts 8E_t and per-node loss weights and
-                       counts 12n
-features               dense in memory: 4nF, twice when ``params.standardize`` makes a
-                       standardized copy; CSR: its arrays; memory-mapped: 0 (the page cache
-                       holds what is read; a batch's gathered rows are in *sampler pool*)
-labels                 the label array
-sampler pool           batches in flight: (pool_depth + one production chunk) x |V_s| x
-                       (gathered feature row + ids/label/weight) plus their subgraph CSRs
-                       (|V_s| x min(mean degree, |V_s|) entries of 24 bytes: index, value,
-                       edge id, transpose permutation); plus the pre-sampled subgraphs kept for
-                       reuse (at most ``GraphSAINTLoader.PRESAMPLE_KEEP_BYTES``)
-model and optimizer    4P floats: weights, gradients, Adam's two moments
-iteration activations  per layer |V_s| x output width x 4 floats (output, aggregation,
-                       pre-activation, gradient); the input rows are in *sampler pool*
-evaluation activations full-graph pass (``train/evaluate.py``): the layer-wise path's largest
-                       layer, n x (input + output + propagated matrices) floats, or the
-                       neighbourhood path's held inputs and buffers when smaller (see
-                       :func:`_evaluation_bytes`)
-====================== =====================================================================
-
-A config with a ``shadow:`` section is estimated by :func:`estimate_shadow_memory` instead: the
-same graph, training graph, features and labels, then the PPR lists kept per target, one
-training and one evaluation batch of per-target scopes, and the model per extractor branch.
-
-The subgraph's edge count is a rough upper-bound-style guess (a biased sampler on a power-law
-graph can exceed the mean degree); the pool is seldom the largest term at scale. What the
-estimate is compared with: ``available_memory()`` (MemAvailable, cgroup-limited) plus the
-dataset arrays already resident when the check runs (they are counted in the estimate and
-already absent from MemAvailable).
-
-:func:`rss_bytes`, :func:`peak_rss_bytes` and :func:`reset_peak_rss` read what a process
-actually holds, for the benchmarks that compare it with these terms.
+* :func:`available_memory` — MemAvailable, lowered to the cgroup limit;
+  :func:`require_memory` refuses (one line) an allocation estimated beyond it.
+* :func:`rss_bytes`, :func:`peak_rss_bytes`, :func:`reset_peak_rss` — what the process holds
+  now and at its peak (the benchmarks compare them with the training estimate of
+  :mod:`scalegnn.engine.memory_guard`).
 """
 
 from __future__ import annotations
@@ -49,253 +12,55 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from dataclasses import dataclass, field
+from pathlib import Path
 
-import numpy as np
-
-from scalegnn.data._common import available_memory, human_bytes
 from scalegnn.errors import DataError
 
-FLOAT = 4
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate: MemAvailable of /proc/meminfo, lowered to the
+    cgroup (v2) limit minus usage when there is one; os.sysconf free pages elsewhere; None
+    when nothing tells."""
+    avail = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, AttributeError):
+            return None
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+        if limit.isdigit():
+            avail = min(avail, max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return avail
 
 
-@dataclass
-class MemoryEstimate:
-    """Named byte counts (see the module docstring) and what was available."""
-
-    terms: dict = field(default_factory=dict)
-    resident: int = 0
-    """Bytes of the estimate already allocated when it was made (the loaded dataset)."""
-
-    @property
-    def total(self) -> int:
-        return int(sum(self.terms.values()))
-
-    @property
-    def largest(self) -> tuple[str, int]:
-        name = max(self.terms, key=self.terms.get)
-        return name, int(self.terms[name])
-
-    def to_dict(self, available: int | None = None) -> dict:
-        out = {"total": self.total, "terms": {k: int(v) for k, v in self.terms.items()},
-               "largest": self.largest[0], "resident": int(self.resident)}
-        if available is not None:
-            out["available"] = int(available)
-        return out
-
-    def lines(self, available: int | None = None) -> list[str]:
-        """A few human lines: the total, then every term, largest first."""
-        head = f"training needs about {human_bytes(self.total)}"
-        if available is not None:
-            head += f" ({human_bytes(available)} available)"
-        order = sorted(self.terms.items(), key=lambda kv: -kv[1])
-        return [head] + [f"  {k:<23}{human_bytes(v):>10}" for k, v in order]
+def human_bytes(b: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if b < 1024 or unit == "PiB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1024
+    return ""
 
 
-def _subgraph_nodes(config, dataset, train_nodes: int) -> int:
-    """The largest expected |V_s| over the config's phases (the samplers' budgets)."""
-    sizes = []
-    for phase in config.phases:
-        kind = phase["sampler"]
-        if kind == "full":
-            s = train_nodes
-        elif kind == "edge":
-            s = 2 * phase.get("size_subg_edge", 0)
-        elif kind == "rw":
-            s = phase.get("num_root", 0) * (phase.get("depth", 0) + 1)
-        else:  # node, mrw (frontier)
-            s = phase.get("size_subgraph", 0)
-        sizes.append(min(max(int(s), 1), dataset.num_nodes))
-    return max(sizes) if sizes else min(train_nodes, dataset.num_nodes)
+def require_memory(what: str, nbytes: float) -> None:
+    """DataError naming ``what`` when an estimated ``nbytes`` exceed the available memory."""
+    avail = available_memory()
+    if avail is not None and nbytes > avail:
+        raise DataError(f"{what}: needs about {human_bytes(nbytes)} of memory, but only "
+                        f"{human_bytes(avail)} is available; use a smaller size")
 
 
-def _model_shape(dataset, config, product_first: bool) -> tuple[int, list[tuple]]:
-    """Parameter count and, per layer (classifier last), (input width, output width, width of
-    the propagated matrices, width of the narrowest bases) of the zoo model the config builds
-    for ``dataset``.
-
-    Propagated matrices as ``train/evaluate.py`` makes them: per hop o >= 1 of a layer, an
-    n x out_dim product ``X W_o`` when the layer narrows (out < in, or ``product_first``: CSR
-    or memory-mapped input features, multiplied before propagating), else the input itself
-    for hop 1 (nothing new) and an n x in_dim matrix per further hop. The neighbourhood path
-    holds per hop the narrower of ``Â^o H`` and ``Â^o H W_o``: min(in_dim, out_dim) wide."""
-    import torch  # noqa: PLC0415
-
-    from scalegnn.nn import build_model  # noqa: PLC0415 (torch)
-    from scalegnn.nn.models import MODEL_OPTIONS  # noqa: PLC0415
-    from scalegnn.nn.saint import SAINTLayer  # noqa: PLC0415
-    net, params = config.network, config.params
-    with torch.random.fork_rng(devices=[]):  # the caller's random stream is left as it was
-        model = build_model(dataset.num_features, max(dataset.num_classes, 1),
-                            model=net["model"], hidden=net["dim"], arch=net["arch"],
-                            aggr=net["aggr"], bias=net["bias"], act=net["act"],
-                            dropout=params["dropout"], multilabel=dataset.multilabel,
-                            **{k: net[k] for k in MODEL_OPTIONS if k in net})
-    n_params = sum(p.numel() for p in model.parameters())
-    layers = []
-    width = dataset.num_features
-    for layer in list(model.layers) + [model.classifier]:
-        if isinstance(layer, SAINTLayer):
-            out, hops = layer.output_dim, layer.order
-            narrow = layer.out_dim < layer.in_dim or (product_first and not layers)
-            extra = hops * layer.out_dim if narrow else max(hops - 1, 0) * layer.in_dim
-            bases = hops * min(layer.in_dim, layer.out_dim)
-        else:  # other families: a width-sized output, one propagated matrix
-            out = int(getattr(layer, "output_dim", getattr(layer, "out_dim", net["dim"])))
-            extra = bases = out
-        layers.append((width, out, extra, bases))
-        width = out
-    return n_params, layers
-
-
-def _data_terms(dataset, config) -> tuple[dict, int, float, bool, int]:
-    """The terms every mode shares (graph, training graph, features, labels): (terms, E_t,
-    bytes of one gathered feature row, whether the features are CSR or memory-mapped (the
-    first layer's product then comes first), resident bytes)."""
-    p = config.params
-    g = dataset.graph
-    n, e = g.num_nodes, g.num_edges
-    x = dataset.features
-    train = int(dataset.train_idx.size)
-    inductive = not p["transductive"]
-    t = {"graph": g.nbytes}
-    if inductive and dataset.has_train_graph:  # read now if on disk: training reads it anyway
-        t["training graph"] = dataset.train_graph.nbytes
-        e_train = dataset.train_graph.num_edges
-    elif inductive:  # a random split keeps about (train share)^2 of the entries
-        e_train = int(e * (train / max(n, 1)) ** 2)
-        t["training graph"] = 8 * (n + 1) + e_train * g.indices.itemsize
-    else:
-        e_train = e
-        t["training graph"] = 0
-    # an in-memory dense matrix is copied when standardized; CSR folds the statistics in and
-    # a mapped one applies them on read
-    copy = not (x.sparse or x.mapped) and p["standardize"] and not dataset.meta.get("standardized")
-    t["features"] = x.resident_bytes * (2 if copy else 1)
-    t["labels"] = int(np.asarray(dataset.labels).nbytes)
-    resident = g.nbytes + t["labels"] + x.resident_bytes
-    if inductive and dataset.has_train_graph:
-        resident += dataset.train_graph.nbytes
-    return t, e_train, x.row_bytes, x.mapped or x.sparse, resident
-
-
-def estimate_training_memory(dataset, config) -> MemoryEstimate:
-    """Peak-memory terms of training ``dataset`` with ``config`` (module docstring); a config
-    with a ``shadow:`` section gets :func:`estimate_shadow_memory`."""
-    if "shadow" in config.sections:
-        return estimate_shadow_memory(dataset, config)
-    from scalegnn.sampling.loader import GraphSAINTLoader  # noqa: PLC0415
-    p = config.params
-    g = dataset.graph
-    n, e = g.num_nodes, g.num_edges
-    train = int(dataset.train_idx.size)
-    inductive = not p["transductive"]
-    t, e_train, row_bytes, product_first, resident = _data_terms(dataset, config)
-    normalize = p["norm_loss"] and p["norm_aggr"]  # else no multipliers, no pre-sampling
-    t["normalization"] = FLOAT * e + (8 * e_train + 12 * n if normalize else 0) + 4 * n
-    vs = _subgraph_nodes(config, dataset, train if inductive else n)
-    mean_deg = (e_train if inductive else e) / max(train if inductive else n, 1)
-    sub_edges = vs * min(mean_deg, vs)
-    label_bytes = t["labels"] / max(n, 1)
-    batch = vs * (row_bytes + 8 + label_bytes + FLOAT) + 24 * sub_edges
-    threads = p["sampler_threads"] or len(os.sched_getaffinity(0))
-    in_flight = p["pool_depth"] + max(4 * threads, p["pool_depth"])
-    presampled = 0
-    if normalize:
-        count = p["sample_coverage"] * train / max(vs, 1)
-        presampled = min(GraphSAINTLoader.PRESAMPLE_KEEP_BYTES,
-                         count * (8 * vs + 24 * sub_edges))
-    t["sampler pool"] = int(in_flight * batch + presampled)
-    n_params, layers = _model_shape(dataset, config, product_first)
-    t["model and optimizer"] = 4 * FLOAT * n_params
-    t["iteration activations"] = int(sum(4 * FLOAT * vs * w_out for _, w_out, _, _ in layers))
-    # standardized mapped rows are read into memory for evaluation (evaluate.as_tensor)
-    x = dataset.features
-    read_in = x.mapped and (x.standardized or
-                            (p["standardize"] and not dataset.meta.get("standardized")))
-    t["evaluation activations"] = _evaluation_bytes(n, layers, dataset.num_classes) \
-        + (FLOAT * n * dataset.num_features if read_in else 0)
-    return MemoryEstimate({k: int(v) for k, v in t.items()}, int(resident))
-
-
-def _scope_nodes(spec: dict, n: int) -> int:
-    """Most nodes one extractor's scope holds: k for PPR, 1 + b + ... + b^depth for k-hop."""
-    if spec.get("kind") == "ppr":
-        return min(int(spec.get("k", 200)), n)
-    b, depth = int(spec.get("budget", 20)), int(spec.get("depth", 2))
-    return min(sum(b ** i for i in range(depth + 1)), n)
-
-
-def estimate_shadow_memory(dataset, config) -> MemoryEstimate:
-    """Peak-memory terms of a shaDow-GNN run (``shadow:`` section): the shared data terms,
-    the PPR lists kept for every target (k node ids and float32 scores each, twice while
-    chunks merge), the training graph a link task builds from its training edges, the
-    model, one training batch (``batch_size`` targets, each with one scope per extractor:
-    gathered rows, scope CSR, 4 floats per output width) and one evaluation batch
-    (``eval_batch_size`` targets, 2 floats per width: no gradients), and the evaluation
-    outputs."""
-    p, sh = config.params, config.section("shadow")
-    g = dataset.graph
-    n = g.num_nodes
-    t, _, row_bytes, product_first, resident = _data_terms(dataset, config)
-    link = sh["task"] == "link"
-    if link:  # Graph.from_edges of the training share of the edges, and the pair lists
-        t["training graph"] = 8 * (n + 1) + int(g.num_edges * sh["edge_split"][0]) \
-            * g.indices.itemsize + 16 * g.num_edges // 2
-    targets = n if link else int(dataset.train_idx.size + dataset.val_idx.size
-                                 + dataset.test_idx.size)
-    specs = sh["extractors"]
-    per_target = 2 if link else 1
-    scope = sum(_scope_nodes(s, n) for s in specs) * per_target
-    t["scope lists"] = int(sum(2 * (_scope_nodes(s, n) * (g.indices.itemsize + FLOAT) + 16)
-                               * targets for s in specs if s.get("kind") == "ppr"))
-    n_params, layers = _model_shape(dataset, config, product_first)
-    t["model and optimizer"] = 4 * FLOAT * n_params * len(specs)
-    mean_deg = g.num_edges / max(n, 1)
-    scope_edges = scope * min(mean_deg, scope / max(len(specs) * per_target, 1))
-    widths = sum(w_out for _, w_out, _, _ in layers)
-    rows, eval_rows = sh["batch_size"] * scope, sh["eval_batch_size"] * scope
-    batch = rows * (row_bytes + 16) + 12 * sh["batch_size"] * scope_edges
-    t["sampler pool"] = int((p["pool_depth"] + 1) * batch)
-    t["iteration activations"] = int(4 * FLOAT * rows * widths)
-    t["evaluation activations"] = int(eval_rows * (row_bytes + 2 * FLOAT * widths)
-                                      + 12 * sh["eval_batch_size"] * scope_edges
-                                      + FLOAT * targets * max(dataset.num_classes, 1))
-    return MemoryEstimate({k: int(v) for k, v in t.items()}, int(resident))
-
-
-def _evaluation_bytes(n: int, layers, num_classes: int) -> int:
-    """Full-graph evaluation (``train/evaluate.py``): the layer-wise path's largest layer
-    (input + output + propagated matrices, n rows), or, when the neighbourhood path needs
-    less, what that path holds: the bases of every graph layer before the last (``ÂX`` or
-    ``ÂXW``: X itself is the features) and the inputs of those after the first, its block and
-    cache buffers and the (n, classes) output; the last graph layer's input is recomputed."""
-    from scalegnn.train import evaluate as E  # noqa: PLC0415
-    layerwise = max(FLOAT * n * ((w_in if i else 0) + w_out + extra)
-                    for i, (w_in, w_out, extra, _) in enumerate(layers))
-    graph = [(i, w_in, bases) for i, (w_in, _, _, bases) in enumerate(layers) if bases]
-    held = sum((w_in if i else 0) + bases for i, w_in, bases in graph[:-1])
-    neighbourhood = FLOAT * n * (held + num_classes) \
-        + E.BLOCK_BYTES + E.CACHE_BYTES
-    return int(min(layerwise, neighbourhood))
-
-
-def check_training_memory(dataset, config, *, force: bool = False,
-                          available: int | None = None) -> MemoryEstimate:
-    """The estimate; DataError (one line: total, largest term, available) when it exceeds the
-    available memory plus what is already resident, unless ``force``."""
-    est = estimate_training_memory(dataset, config)
-    avail = available_memory() if available is None else available
-    if avail is not None and not force and est.total > avail + est.resident:
-        name, size = est.largest
-        raise DataError(
-            f"memory: training needs about {human_bytes(est.total)} (largest: {name} "
-            f"{human_bytes(size)}), {human_bytes(avail + est.resident)} available "
-            f"({human_bytes(est.resident)} of it already loaded); use --force to train anyway")
-    return est
-
-
-# ---------------------------------------------------------------- what a process really holds
 def rss_bytes() -> int:
     """Resident bytes of this process now (``/proc/self/statm``); the peak where there is
     no /proc."""

@@ -44,6 +44,7 @@ One JSON line per epoch, then a summary line (``"summary": true``) with the medi
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -55,8 +56,15 @@ from pathlib import Path
 
 import numpy as np
 
+from scalegnn.bench.gemm import GemmReplay, GemmTemplate, record_gemms
+from scalegnn.config import Config
+from scalegnn.data import load_dataset
+from scalegnn.data.graphsaint import save_graphsaint
+from scalegnn.data.synthetic import kronecker_dataset
 from scalegnn.errors import ConfigError
+from scalegnn.ops.spmm import spmm_timer
 from scalegnn.threads import set_threads as _set_threads
+from scalegnn.train.trainer import Trainer
 
 TARGET_RATIO_VS_GEMM_FLOOR = 1.5
 TARGET_WAIT_SHARE = 0.10
@@ -96,7 +104,6 @@ def add_arguments(p):
 
 def load_config(path=None, overrides=()):
     """The benchmark's training config: ``path`` or the published PPI rw one, plus overrides."""
-    from scalegnn.config import Config
     if path is not None:
         cfg = Config.from_yaml(path)
     elif _REPO_CONFIG.is_file():
@@ -108,9 +115,6 @@ def load_config(path=None, overrides=()):
 
 def prepare_data(args):
     """(dataset, seconds, folder built here or None): load --data, building it if needed."""
-    from scalegnn.data import load_dataset
-    from scalegnn.data.graphsaint import save_graphsaint
-    from scalegnn.data.synthetic import kronecker_dataset
     t0 = time.perf_counter()
     tmp = None
     folder = Path(args.data) if args.data else None
@@ -140,7 +144,6 @@ def time_epoch(trainer, loader, epoch: int, keep: list | None = None) -> dict:
     """Run one epoch of ``loader`` through the trainer's own epoch loop; the record of the
     module docstring (``subgraph_nodes``: each iteration's row count). ``keep`` (a list)
     collects up to two of the epoch's batches of different row counts."""
-    from scalegnn.ops.spmm import spmm_timer
     nodes, edges, presampled = [], [], [0]
     n_pre = len(_presampled(loader))
 
@@ -176,11 +179,9 @@ def gemm_template(trainer, batches):
     model, recorded on a copy of it (eval mode: no dropout draw; the trainer's model,
     optimizer and random streams are untouched); None when the products cannot be templated
     (fewer than two batch sizes seen, or products that do not scale with the row count)."""
-    import copy
 
     import torch
 
-    from scalegnn.bench.gemm import GemmTemplate, record_gemms
     if len(batches) < 2:
         return None
     model = copy.deepcopy(trainer.model).eval()
@@ -239,8 +240,6 @@ def run(args) -> int:
 def _measure(args) -> int:
     import torch
 
-    from scalegnn.bench.gemm import GemmReplay
-    from scalegnn.train.trainer import Trainer
     threads = set_threads(args.threads)
     cfg = load_config(args.config, args.set)
     # no evaluation: epochs are driven below; eval_every beyond them keeps fit() semantics too

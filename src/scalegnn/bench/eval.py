@@ -1,6 +1,6 @@
 """``scalegnn bench eval``: full-graph layer-wise evaluation time and peak memory.
 
-Runs ``scalegnn.train.evaluate.full_graph_logits`` (layer by layer, row blocks of
+Runs ``scalegnn.engine.evaluate.full_graph_logits`` (layer by layer, row blocks of
 ``batch_rows``) with the PPI-shaped model on a whole graph, for several block sizes. Memory is
 the peak resident set size while the call runs, sampled every 2 ms by a watcher thread, minus
 the RSS just before it (``peak_delta_MiB``); ``layer_output_MiB`` is the analytic size of the
@@ -19,6 +19,10 @@ import numba
 import numpy as np
 import torch
 
+from scalegnn.data import load_dataset
+from scalegnn.engine.evaluate import full_graph_logits
+from scalegnn.nn import build_model
+from scalegnn.ops.adj import SparseAdj
 from scalegnn.ops.spmm import num_threads, spmm_timer
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -61,10 +65,6 @@ class _PeakRSS:
 
 
 def run(args) -> int:
-    from scalegnn.data import load_dataset
-    from scalegnn.nn import build_model
-    from scalegnn.ops.adj import SparseAdj
-    from scalegnn.train.evaluate import full_graph_logits
     torch.set_num_threads(args.threads)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     torch.manual_seed(args.seed)

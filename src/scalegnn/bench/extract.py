@@ -20,7 +20,10 @@ import time
 import numpy as np
 
 from scalegnn.bench.sample import _int_list
+from scalegnn.data import load_dataset
 from scalegnn.errors import ConfigError
+from scalegnn.shadow.extract import KHopExtractor, PPRExtractor
+from scalegnn.threads import set_threads
 
 PARAMS = {"ppr": {"alpha": 0.15, "eps": 1e-6, "k": 200, "threshold": 0.0},
           "khop": {"depth": 2, "budget": 20}}
@@ -57,9 +60,6 @@ def _params(names: list[str], overrides: list[str]) -> dict:
 
 
 def run(args) -> int:
-    from scalegnn.data import load_dataset
-    from scalegnn.shadow.extract import KHopExtractor, PPRExtractor
-    from scalegnn.threads import set_threads
 
     names = [s.strip() for s in args.extractors.split(",") if s.strip()]
     for n in names:

@@ -20,7 +20,9 @@ import time
 
 import numpy as np
 
+from scalegnn.data import load_dataset
 from scalegnn.errors import ConfigError
+from scalegnn.sampling import SAMPLERS, Normalization, make_sampler
 
 BUDGETS = {"rw": {"num_root": 3000, "depth": 2}, "edge": {"size_subg_edge": 4000},
            "node": {"size_subgraph": 6000}, "mrw": {"size_subgraph": 8000, "size_frontier": 2500},
@@ -69,8 +71,6 @@ def _budgets(names: list[str], overrides: list[str]) -> dict:
 
 
 def run(args) -> int:
-    from scalegnn.data import load_dataset
-    from scalegnn.sampling import SAMPLERS, Normalization, make_sampler
 
     names = [s.strip() for s in args.samplers.split(",") if s.strip()]
     for n in names:

@@ -37,7 +37,7 @@ of one training iteration stops growing with the graph. Per scale ``s`` in ``--s
   ``rss_ratio_above_baseline`` ((peak - baseline) / sum) are reported; the target (issue 15)
   is <= 1.3.
 * ``--eval`` (or ``--eval-scales``): one full-graph evaluation
-  (:func:`scalegnn.train.evaluate.full_graph_logits`, path ``auto``: layer-wise when the widest
+  (:func:`scalegnn.engine.evaluate.full_graph_logits`, path ``auto``: layer-wise when the widest
   activation fits the memory budget, else the neighbourhood path) with its seconds, path and
   the process's peak RSS after it.
 
@@ -53,10 +53,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import scalegnn.sampling  # noqa: F401  (numba kernels: part of the process floor, not the data)
+from scalegnn.config import Config
+from scalegnn.data import load_dataset
+from scalegnn.engine.evaluate import full_graph_logits
 from scalegnn.errors import ConfigError
+from scalegnn.memory import peak_rss_bytes
+from scalegnn.threads import set_threads
+from scalegnn.train.trainer import Trainer
 
 TARGET_ITERATION_RATIO = 1.25
 TARGET_RSS_RATIO = 1.3
@@ -220,7 +228,6 @@ def _batch_bytes(batch) -> int:
 
 
 def _config(a: dict):
-    from scalegnn.config import Config
     return Config.from_dict({
         "network": [{"dim": a["hidden"], "aggr": a["aggr"], "arch": a["arch"], "act": "relu",
                      "bias": "norm", "loss": "softmax" if a["classes"] else None}],
@@ -234,7 +241,6 @@ def _config(a: dict):
 
 def _progress(stats: dict, t0: float, every: float = 60.0):
     """Print the evaluation's progress (rows done, seconds) to stderr every ``every`` s."""
-    import threading
 
     def watch():
         while not stop.wait(every):
@@ -251,12 +257,6 @@ def measure(a: dict) -> dict:
     import numpy as np
     import torch
 
-    import scalegnn.sampling  # noqa: F401  (numba kernels: part of the baseline, not the data)
-    from scalegnn.data import load_dataset
-    from scalegnn.memory import peak_rss_bytes
-    from scalegnn.threads import set_threads
-    from scalegnn.train.evaluate import full_graph_logits
-    from scalegnn.train.trainer import Trainer
     load_start = list(os.getloadavg())
     baseline = peak_rss_bytes()
     threads = set_threads(a["threads"])

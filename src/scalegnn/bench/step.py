@@ -5,7 +5,7 @@ The reference PPI-shaped model (GraphSAINT SAGE-style, hidden 512, arch ``1-0-1-
 subgraphs of a Kronecker graph (``kronecker:17:8`` by default), row-normalized, transpose by
 Alg. 6. One iteration is the product's own step, ``Trainer.train_step`` at default settings:
 forward, weighted BCE loss, backward, gradient clipping at 5, the trainer's Adam
-(:mod:`scalegnn.train.optim`), with the trainer's process settings (denormals flushed,
+(:mod:`scalegnn.engine.optim`), with the trainer's process settings (denormals flushed,
 ``params.flush_denormal``; freed buffers kept for reuse).
 
 Split, per round (one round per subgraph): SpMM = wall time inside every SpMM call (forward
@@ -40,14 +40,16 @@ import numba
 import numpy as np
 import torch
 
-from scalegnn.bench.gemm import (
-    GemmReplay,
-    GemmTemplate,
-    gemm_flops,
-    profile_top,
-    record_gemms,
-)
+from scalegnn.batch import Batch
+from scalegnn.bench.gemm import GemmReplay, GemmTemplate, gemm_flops, profile_top, record_gemms
+from scalegnn.config import Config
+from scalegnn.data import load_dataset
+from scalegnn.engine.optim import Adam
+from scalegnn.nn.saint import SAINTLayer
+from scalegnn.ops.fused import bias_act_norm_reference
 from scalegnn.ops.spmm import num_threads, spmm_timer
+from scalegnn.sampling.samplers import make_sampler
+from scalegnn.train.trainer import Trainer
 
 TARGET_RATIO = 1.3
 
@@ -72,8 +74,6 @@ def add_arguments(p):
 @contextlib.contextmanager
 def torch_tail():
     """Patch SAINTLayer.combine to compute the bias+act+norm tail with plain torch ops."""
-    from scalegnn.nn.saint import SAINTLayer
-    from scalegnn.ops.fused import bias_act_norm_reference
     orig = SAINTLayer.combine
 
     def combine(self, terms):
@@ -94,7 +94,6 @@ def torch_tail():
 
 def step_config(args, multilabel: bool):
     """The training config of the benchmark's model (defaults elsewhere)."""
-    from scalegnn.config import Config
     return Config.from_dict({
         "network": [{"dim": args.hidden, "arch": args.arch, "aggr": "concat", "bias": "norm",
                      "act": "relu", "loss": "sigmoid" if multilabel else "softmax"}],
@@ -106,8 +105,6 @@ def step_config(args, multilabel: bool):
 
 def _batches(trainer, args) -> list:
     """``repeat + 1`` row-normalized mrw subgraphs as training batches (uniform loss weights)."""
-    from scalegnn.batch import Batch
-    from scalegnn.sampling.samplers import make_sampler
     ds = trainer.mode.dataset
     sampler = make_sampler("mrw", ds.graph, ds.train_idx,
                            {"size_subgraph": args.size_subgraph,
@@ -165,9 +162,6 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from scalegnn.data import load_dataset
-    from scalegnn.train.optim import Adam
-    from scalegnn.train.trainer import Trainer
     t0 = time.perf_counter()
     ds = load_dataset(args.dataset, seed=args.seed)
     trainer = Trainer(ds, step_config(args, ds.multilabel), None, seed=args.seed, progress=False)

@@ -11,35 +11,24 @@ ends the command quietly.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
+from scalegnn import __version__
+from scalegnn.cli import bench, data, dist, partition, predict, train
+from scalegnn.cli.parser import Parser
 from scalegnn.errors import ScaleGNNError
+from scalegnn.threads import keep_freed_memory
 
-# module name -> imported lazily so `scalegnn data info` does not pay for torch.distributed etc.
-COMMAND_MODULES = ["data", "train", "predict", "bench", "partition", "dist"]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse's default exits 2 with usage; keep it but one line
-        self.print_usage(sys.stderr)
-        print(f"scalegnn: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+COMMAND_MODULES = (data, train, predict, bench, partition, dist)
+"""The command families, in the order ``scalegnn --help`` lists them."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from scalegnn import __version__
-    parser = _Parser(prog="scalegnn", description=__doc__.splitlines()[0])
+    parser = Parser(prog="scalegnn", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"scalegnn {__version__}")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    for name in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(f"scalegnn.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"scalegnn.cli.{name}":
-                continue  # command family not built in this version
-            raise
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    for mod in COMMAND_MODULES:
         mod.add_parser(sub)
     return parser
 
@@ -57,7 +46,6 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # `scalegnn --help | head`
         _silence_stdout()
         return 141
-    from scalegnn.threads import keep_freed_memory
     keep_freed_memory()
     try:
         rc = args.func(args)

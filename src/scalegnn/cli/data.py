@@ -16,7 +16,15 @@ from __future__ import annotations
 import json
 import sys
 
+from scalegnn import memory
+from scalegnn.config import Config
+from scalegnn.data import load_dataset
+from scalegnn.data import synthetic as S
+from scalegnn.data.graphsaint import save_graphsaint
+from scalegnn.data.options import OPTION_KEYS
+from scalegnn.engine.memory_guard import estimate_training_memory
 from scalegnn.errors import DataError
+from scalegnn.threads import release_freed_memory
 
 
 def _human_bytes(b: int) -> str:
@@ -48,7 +56,6 @@ def add_data_arguments(p):
 
 def data_options(args) -> dict:
     """The data options given on the command line (None: not given)."""
-    from scalegnn.data.options import OPTION_KEYS
     return {k: getattr(args, k) for k in OPTION_KEYS if getattr(args, k, None) is not None}
 
 
@@ -83,7 +90,6 @@ def format_info(info: dict) -> str:
 
 
 def _info(args) -> int:
-    from scalegnn.data import load_dataset
     ds = load_dataset(args.spec, split=args.split, seed=args.seed, mmap=args.mmap,
                       options=data_options(args))
     info = ds.info()
@@ -102,21 +108,15 @@ def _info(args) -> int:
 
 
 def _memory_estimate(ds, config_path):
-    """Training memory estimate of ``ds`` (``scalegnn.memory``) for the built-in config or
+    """Training memory estimate of ``ds`` (:mod:`scalegnn.engine.memory_guard`) for the built-in config or
     ``config_path``, and the memory the guard would compare it with."""
-    from scalegnn.config import Config
-    from scalegnn.data._common import available_memory
-    from scalegnn.memory import estimate_training_memory
     config = (Config.from_yaml(config_path) if config_path else Config.builtin()).validate()
     est = estimate_training_memory(ds, config)
-    avail = available_memory()
+    avail = memory.available_memory()
     return est, None if avail is None else avail + est.resident
 
 
 def _synth(args) -> int:
-    from scalegnn.data import synthetic as S
-    from scalegnn.data.graphsaint import save_graphsaint
-    from scalegnn.threads import release_freed_memory
     release_freed_memory()  # the peak is the point: freed build buffers go back at once
     if args.kind == "kronecker":  # streamed to --out: the features never sit in memory
         ds = S.kronecker_dataset(args.scale, args.edge_factor, seed=args.seed,
@@ -135,11 +135,8 @@ def _synth(args) -> int:
 
 
 def _convert(args) -> int:
-    from scalegnn.data import load_dataset
-    from scalegnn.data.graphsaint import save_graphsaint
     if args.to != "graphsaint":
         raise DataError(f"--to: unsupported format {args.to!r}; allowed: graphsaint")
-    from scalegnn.threads import release_freed_memory
     release_freed_memory()
     # mmap: a GraphSAINT source's feats.npy is copied block by block, never loaded whole
     ds = load_dataset(args.src, split=args.split, seed=args.seed, mmap=True,

@@ -16,6 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from scalegnn.dist.compare import (compare, format_table, method_spec, parse_list, plot, report_row,
+                                   write_json)
+from scalegnn.dist.dataload import load
+from scalegnn.dist.partition import canonical, partition_dataset
+from scalegnn.dist.shp import compare_shp, parse_budget, plot_shp
+from scalegnn.errors import ConfigError
+
 _FORMS = ("compare", "shp")
 
 
@@ -75,7 +82,6 @@ def _kw(args) -> dict:
 
 
 def run(args) -> int:
-    from scalegnn.errors import ConfigError
     if args.data in _FORMS:
         if not args.data2:
             raise ConfigError(f"partition {args.data}: missing DATA (a dataset path or spec)")
@@ -83,9 +89,6 @@ def run(args) -> int:
     if args.data2:
         raise ConfigError(f"partition: unexpected argument {args.data2!r} (forms: "
                           f"'partition DATA', 'partition compare DATA', 'partition shp DATA')")
-    from scalegnn.dist.compare import format_table, report_row
-    from scalegnn.dist.dataload import load
-    from scalegnn.dist.partition import canonical, partition_dataset
     canonical(args.method)
     try:
         parts = int(args.parts)
@@ -111,8 +114,6 @@ def run(args) -> int:
 
 
 def run_compare(args) -> int:
-    from scalegnn.dist.compare import compare, format_table, method_spec, parse_list, plot
-    from scalegnn.dist.dataload import load
     methods = parse_list(args.methods, "--methods")
     for m in methods:
         method_spec(m)                           # refuse a bad name before loading data
@@ -127,9 +128,6 @@ def run_compare(args) -> int:
 
 
 def run_shp(args) -> int:
-    from scalegnn.dist.compare import parse_list
-    from scalegnn.dist.dataload import load
-    from scalegnn.dist.shp import compare_shp, parse_budget, plot_shp
     parts = parse_list(args.parts, "--parts", int)
     ds = load(args.data2, seed=args.seed)
     res = compare_shp(ds, parts, sampler=args.sampler, budget=parse_budget(args.budget),
@@ -143,7 +141,6 @@ def run_shp(args) -> int:
 
 def _save(res: dict, args, plot_fn) -> int:
     """The compare/shp result as ``--out`` JSON and a ``--plot`` PNG, where asked for."""
-    from scalegnn.dist.compare import write_json
     if args.out:
         write_json(res, args.out)
     if args.plot:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import sys
 
+from scalegnn.errors import ConfigError
+from scalegnn.inference import check_output, load_run, write_embeddings, write_scores
+from scalegnn.threads import set_threads
+
 COMMANDS = {
     "predict": "write per-node class scores and predicted labels of a trained run "
                "(.npy, .csv or .parquet)",
@@ -32,9 +36,6 @@ def add_parser(sub):
 
 
 def run_inference(args) -> int:
-    from scalegnn.errors import ConfigError
-    from scalegnn.inference import check_output, load_run, write_embeddings, write_scores
-    from scalegnn.threads import set_threads
 
     out = check_output(args.out)  # before any data is loaded
     if args.threads is not None and args.threads < 0:

@@ -12,7 +12,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scalegnn import memory
+from scalegnn.cli.data import add_data_arguments, data_options, features_line
+from scalegnn.config import Config
+from scalegnn.data import load_dataset
+from scalegnn.data.graphsaint import feature_file_bytes
+from scalegnn.data.options import check_options, flag
+from scalegnn.engine.console import format_summary
+from scalegnn.errors import ConfigError
+from scalegnn.features import should_map
 from scalegnn.io import read_json_object, same_path
+from scalegnn.report import write_report
+from scalegnn.threads import set_threads
+from scalegnn.train.modes import mode_for
+from scalegnn.train.trainer import Trainer, resolve_device
 
 DEFAULT_DATA = "synthetic"
 
@@ -50,7 +63,6 @@ def add_parser(sub):
                    help="train even when the estimated peak memory exceeds the available "
                         "memory (scalegnn data info prints the estimate)")
     add_run_arguments(p)
-    from scalegnn.cli.data import add_data_arguments
     add_data_arguments(p)
     p.set_defaults(func=run_train)
 
@@ -86,8 +98,6 @@ def _recorded(run_dir: Path) -> dict:
 
 def resolve_run(args, mode: str) -> RunSpec:
     """Config, data, seed, run directory of a training command; resume rules applied."""
-    from scalegnn.config import Config
-    from scalegnn.errors import ConfigError
     overrides = list(args.overrides)
     if args.epochs is not None:
         overrides.append(f"phase.end={args.epochs}")
@@ -140,16 +150,12 @@ def resolve_run(args, mode: str) -> RunSpec:
 
 
 def _data_options(args) -> dict:
-    from scalegnn.cli.data import data_options
-    from scalegnn.data.options import check_options
     return check_options(data_options(args), "data options")
 
 
 def _recorded_data_choices(args, rec: dict, run_dir: Path) -> tuple[dict, str | None]:
     """The data options and test graph of the run being resumed; a different choice given now
     is refused (the run's numbers depend on them)."""
-    from scalegnn.data.options import flag
-    from scalegnn.errors import ConfigError
     recorded = rec.get("data_options") or {}
     for key, value in _data_options(args).items():
         if recorded.get(key) != value:
@@ -167,20 +173,12 @@ def _recorded_data_choices(args, rec: dict, run_dir: Path) -> tuple[dict, str | 
 def map_features(spec: RunSpec) -> bool:
     """Memory-map the data's feats.npy (``params.mmap_features``; auto: when the file is over
     a quarter of the available memory)."""
-    from scalegnn.data._common import available_memory
-    from scalegnn.data.graphsaint import feature_file_bytes
-    from scalegnn.features import should_map
     setting = spec.config.params["mmap_features"]
     size = feature_file_bytes(spec.data) if setting == "auto" and spec.data else None
-    return should_map(setting, size, available_memory() if size is not None else None)
+    return should_map(setting, size, memory.available_memory() if size is not None else None)
 
 
 def run_train(args) -> int:
-    from scalegnn.cli.data import features_line
-    from scalegnn.data import load_dataset
-    from scalegnn.threads import set_threads
-    from scalegnn.train.console import format_summary
-    from scalegnn.train.trainer import Trainer, resolve_device
 
     spec = resolve_run(args, "graphsaint")
     resolve_device(spec.device)  # before loading data or making a run directory
@@ -192,7 +190,6 @@ def run_train(args) -> int:
         print(f"scalegnn: {dataset.name}: {note}", file=sys.stderr)
     source = dataset
     if spec.test_data is not None:
-        from scalegnn.train.modes import mode_for
         test = load_dataset(spec.test_data, seed=0, options=spec.data_options)
         source = mode_for(dataset, spec.config.validate(), seed=spec.seed, test_dataset=test)
     run_dir = spec.run_dir
@@ -216,7 +213,6 @@ def run_train(args) -> int:
 
 
 def run_report(args) -> int:
-    from scalegnn.report import write_report
     html = Path(args.out).with_suffix(".html") if args.out else None
     paths = write_report(args.run_dir, args.out, html)
     if paths["png"] is None:

@@ -58,10 +58,14 @@ import yaml
 from scalegnn.config.checks import (check_arch, check_distributed, check_known, check_limits,
                                     check_lr_min, check_phases, check_shadow, coerce,
                                     coerce_section, parse_yaml)
-from scalegnn.config.schema import (BUILTIN_PARAMS, DEFAULT_PHASES, DIST_DEFAULTS,
-                                    NETWORK, NETWORK_DEFAULTS, PARAM_DEFAULTS, PARAMS,
-                                    PHASE_KEYS, SAMPLERS, SCHEMA, SECTIONS, SHADOW_DEFAULTS)
+from scalegnn.config.schema import (BUILTIN_PARAMS, DEFAULT_PHASES, DIST_DEFAULTS, NETWORK,
+                                    NETWORK_DEFAULTS, PARAM_DEFAULTS, PARAMS, PHASE_KEYS, SAMPLERS,
+                                    SCHEMA, SECTIONS, SHADOW_DEFAULTS)
+from scalegnn.engine.loggers import parse_loggers
 from scalegnn.errors import ConfigError
+from scalegnn.features import check_feature_format, check_mmap_features
+from scalegnn.nn.models import MODELS, parse_arch, validate_options
+from scalegnn.nn.saint import ACTIVATIONS, AGGREGATIONS, BIASES
 
 __all__ = ["Config", "SCHEMA", "SECTIONS", "NETWORK_DEFAULTS", "PARAM_DEFAULTS", "DIST_DEFAULTS",
            "SHADOW_DEFAULTS", "BUILTIN_PARAMS", "SAMPLERS", "PHASE_KEYS"]
@@ -207,17 +211,11 @@ class Config:
         check_limits(NETWORK, n)
         check_limits(PARAMS, p)
         check_lr_min(p)
-        # the choice sets the schema names by Ref, checked by the modules that own them
-        from scalegnn.train.loggers import parse_loggers  # noqa: PLC0415
+        # the choice sets other modules own (a Ref in the schema), checked by their owners
         parse_loggers(p["loggers"])
-        from scalegnn.features import check_feature_format  # noqa: PLC0415
         check_feature_format(p["feature_format"])
-        from scalegnn.features import check_mmap_features  # noqa: PLC0415
         p["mmap_features"] = check_mmap_features(p["mmap_features"])
         check_phases(self.phases)
-        from scalegnn.nn.models import (  # noqa: PLC0415 (avoids import cycle)
-            MODELS, parse_arch, validate_options)
-        from scalegnn.nn.saint import ACTIVATIONS, AGGREGATIONS, BIASES  # noqa: PLC0415
         for key, allowed in (("aggr", AGGREGATIONS), ("act", ACTIVATIONS), ("bias", BIASES),
                              ("model", MODELS)):
             if n[key] not in allowed:
@@ -236,7 +234,6 @@ class Config:
     def validate_for_mode(self, mode: str) -> "Config":
         """Checks that only one training mode needs (``graphsaint`` | ``distributed``)."""
         if mode == "distributed":
-            from scalegnn.nn.models import parse_arch  # noqa: PLC0415
             if "shadow" in self.sections:
                 raise ConfigError("shadow: a shaDow-GNN config trains with `scalegnn train`, "
                                   "not dist-train")

@@ -6,7 +6,7 @@ Every number a config can hold has a range, so an absurd value (``dim: 1e12``,
 memory is allocated or any sampling starts. :func:`coerce` types a value like its key's default
 first (bools are not numbers, float keys refuse nan/inf); :func:`check_limits` then checks the
 ranges and the choices the schema lists. Choice sets other modules own (a ``Ref`` in the
-schema) are checked by :meth:`scalegnn.config.Config.validate` with the owners' functions.
+schema) are checked with the owners' functions and sets.
 """
 
 from __future__ import annotations
@@ -16,9 +16,13 @@ import numbers
 
 import yaml
 
-from scalegnn.config.schema import (DISTRIBUTED, MAX_ARCH_LAYERS, MAX_ARCH_ORDER, PHASE,
-                                    SHADOW, Key, Range, Section)
+from scalegnn.config.schema import (DISTRIBUTED, MAX_ARCH_LAYERS, MAX_ARCH_ORDER, PHASE, SHADOW,
+                                    Key, Range, Section)
+from scalegnn.dist.partition import METHODS
 from scalegnn.errors import ConfigError
+from scalegnn.shadow.batch import ADJ_NORMS
+from scalegnn.shadow.mode import EXTRACTOR_KEYS
+from scalegnn.shadow.readout import RESIDUALS, parse_readout
 
 
 def coerce(name, value, like):
@@ -192,9 +196,9 @@ def check_shadow(sh: dict, given: bool) -> None:
     """The ``shadow:`` section's values (defaults filled in); ``given``: the config has the
     section, so its readout is parsed too (that imports torch)."""
     check_limits(SHADOW, sh)
-    if sh["adj_norm"] not in ("mean", "sym"):  # scalegnn.shadow.batch.ADJ_NORMS (imports torch)
+    if sh["adj_norm"] not in ADJ_NORMS:
         raise ConfigError(f"shadow.adj_norm: {sh['adj_norm']!r} is not one of "
-                          f"['mean', 'sym']")
+                          f"{list(ADJ_NORMS)}")
     if not sh["node_features"] and sh["pair_labels"] == 0:
         raise ConfigError("shadow.node_features: false needs shadow.pair_labels > 0 (the "
                           "model would have no input)")
@@ -211,7 +215,6 @@ def check_shadow(sh: dict, given: bool) -> None:
         raise ConfigError(f"shadow.readout / shadow.residual: expected text like "
                           f"'center+mean' / 'none', got {sh['readout']!r} / {sh['residual']!r}")
     if given:
-        from scalegnn.shadow.readout import RESIDUALS, parse_readout  # noqa: PLC0415 (imports torch)
         parse_readout(sh["readout"])
         if sh["residual"] not in RESIDUALS:
             raise ConfigError(f"shadow.residual: {sh['residual']!r} is not one of "
@@ -220,8 +223,8 @@ def check_shadow(sh: dict, given: bool) -> None:
         raise ConfigError(f"shadow.cache_dir: expected auto, none or a folder, got "
                           f"{sh['cache_dir']!r}")
     exts = [sh["extractors"]] if isinstance(sh["extractors"], dict) else sh["extractors"]
-    if not isinstance(exts, list) or not exts or not all(  # kinds: shadow.mode.EXTRACTOR_KEYS
-            isinstance(e, dict) and e.get("kind") in ("ppr", "khop") for e in exts):
+    if not isinstance(exts, list) or not exts or not all(
+            isinstance(e, dict) and e.get("kind") in EXTRACTOR_KEYS for e in exts):
         raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings with "
                           f"kind: ppr or kind: khop, got {sh['extractors']!r}")
     if not isinstance(sh["extractors"], (list, dict)) or not sh["extractors"]:
@@ -232,6 +235,5 @@ def check_shadow(sh: dict, given: bool) -> None:
 def check_distributed(d: dict) -> None:
     """The ``distributed:`` section's values (defaults filled in)."""
     check_limits(DISTRIBUTED, d)
-    from scalegnn.dist.partition import METHODS  # noqa: PLC0415 (numpy only, no torch)
     if d["method"] not in METHODS:
         raise ConfigError(f"distributed.method: {d['method']!r} is not one of {list(METHODS)}")

@@ -2,7 +2,7 @@
 
 A :class:`Key` holds a key's default (its type is the type values are coerced to), a
 one-sentence description, and what it allows: a :class:`Range` of numbers, a tuple of choices,
-or a :class:`Ref` naming a choice set that another module owns. Validation
+or a :class:`Ref` to a choice set that another module owns (imported from it, never copied). Validation
 (:mod:`scalegnn.config.checks`, :meth:`scalegnn.config.Config.validate`) reads these
 declarations, ``docs/generate.py`` renders them as ``docs/reference/config.md``, and the plain
 dicts at the end (``NETWORK_DEFAULTS``, ``SECTIONS``, ...) are derived from them.
@@ -15,35 +15,44 @@ in :mod:`scalegnn.config.checks`; say it in the key's ``also=`` so the reference
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
+
+from scalegnn import features, sampling
+from scalegnn.dist import partition
+from scalegnn.engine import loggers
+from scalegnn.engine.optim import LR_SCHEDULES
+from scalegnn.nn import gin, jk, models, saint
+from scalegnn.shadow import batch as shadow_batch
+from scalegnn.shadow import mode as shadow_mode
+from scalegnn.shadow import readout as shadow_readout
 
 INT32_MAX = 2**31 - 1
 MAX_EPOCHS = 10**7
 MAX_ARCH_LAYERS = 256
 MAX_ARCH_ORDER = 64
-LR_SCHEDULES = ("none", "step", "cosine", "plateau")  # the kinds of optim.LRSchedule
-SAMPLERS = ("node", "edge", "rw", "mrw", "full")      # = scalegnn.sampling.SAMPLERS (tested)
+SAMPLERS = sampling.SAMPLERS
 
 
 @dataclass(frozen=True)
 class Ref:
-    """A choice set owned by another module, named rather than imported (those modules import
-    torch, or sit in packages that import :mod:`scalegnn.config`). Validation checks these keys
-    with the owner's function or set; two sets whose owners import torch,
-    ``shadow.batch.ADJ_NORMS`` and the kinds of ``shadow.mode.EXTRACTOR_KEYS``, are written out
-    again in ``checks.check_shadow``. :meth:`resolve` is for the reference page and the tests
-    (``tests/test_docs_reference.py`` checks that every listed value validates)."""
+    """A choice set owned by another module: ``values`` is the owner's own object, ``owner``
+    where it lives (``module.NAME``, for the reference page). The owner's function or set is
+    what validation checks these keys with."""
 
-    module: str
-    name: str
+    values: Any
+    owner: str
+
+    @classmethod
+    def of(cls, module: ModuleType, name: str) -> "Ref":
+        return cls(getattr(module, name), f"{module.__name__}.{name}")
 
     def resolve(self):
-        return getattr(importlib.import_module(self.module), self.name)
+        return self.values
 
     def __str__(self) -> str:
-        return f"{self.module}.{self.name}"
+        return self.owner
 
 
 def _num(x) -> str:
@@ -139,7 +148,7 @@ NETWORK = Section("network", "The model: family, depth, widths and layer options
         "with aggr concat outputs (k+1)·dim).", range=Range(1, 2**20)),
     Key("aggr", "concat", "How a GraphSAINT layer combines its hops: concat (H_0 ‖ … ‖ H_k) or "
         "mean (their sum); the other families ignore it.",
-        choices=Ref("scalegnn.nn.saint", "AGGREGATIONS")),
+        choices=Ref.of(saint, "AGGREGATIONS")),
     Key("loss", None, "sigmoid (multi-label) or softmax (single-label); null takes the one the "
         "dataset's labels need (a mismatch is refused when training starts).",
         choices=("sigmoid", "softmax"), also="null: from the labels"),
@@ -149,24 +158,24 @@ NETWORK = Section("network", "The model: family, depth, widths and layer options
         also=f"dash-separated orders >= 0; at most {MAX_ARCH_LAYERS} layers of order <= "
              f"{MAX_ARCH_ORDER}; families other than saint take 0 and 1"),
     Key("act", "relu", "Activation of each hidden layer (I is GraphSAINT's spelling of "
-        "identity).", choices=Ref("scalegnn.nn.saint", "ACTIVATIONS")),
+        "identity).", choices=Ref.of(saint, "ACTIVATIONS")),
     Key("bias", "norm", "Layer tail: norm (a bias, then GraphSAINT's per-node feature "
         "normalization with learnable scale and offset), bias (the bias alone) or none.",
-        choices=Ref("scalegnn.nn.saint", "BIASES")),
+        choices=Ref.of(saint, "BIASES")),
     Key("model", "saint", "Model family: saint (GraphSAINT) or gcn, gat, mixhop, jk, gin; each "
         "is a stack of layers, then L2 normalization and a linear classifier.",
-        choices=Ref("scalegnn.nn.models", "MODELS")),
+        choices=Ref.of(models, "MODELS")),
     Key("layers", 0, "Families other than saint: this many graph layers instead of the depth "
         "from arch (0: from arch).", range=Range(0, 256)),
     Key("heads", 4, "gat: attention heads per layer.", range=Range(1, 1024),
         also="must divide dim"),
     Key("jk_mode", "concat", "jk: how the layers' outputs are combined: concatenated or their "
-        "element-wise max.", choices=Ref("scalegnn.nn.jk", "JK_MODES")),
+        "element-wise max.", choices=Ref.of(jk, "JK_MODES")),
     Key("powers", "0-1-2", "mixhop: the adjacency powers each layer mixes, dash-separated.",
         also="distinct integers >= 0"),
     Key("gin_weights", "operator", "gin: neighbour weights of the sum: operator (the "
         "normalized adjacency's values) or ones (a plain sum).",
-        choices=Ref("scalegnn.nn.gin", "GIN_WEIGHTS")),
+        choices=Ref.of(gin, "GIN_WEIGHTS")),
 ))
 
 PARAMS = Section("params", "Training: optimizer, normalization, evaluation, loading and "
@@ -195,10 +204,10 @@ PARAMS = Section("params", "Training: optimizer, normalization, evaluation, load
         "features, folded into the first layer for CSR features."),
     Key("feature_format", "auto", "Input features as CSR (sparse) or a dense matrix; auto: CSR "
         "when they are sparse enough (scalegnn.features).",
-        choices=Ref("scalegnn.features", "FEATURE_FORMATS")),
+        choices=Ref.of(features, "FEATURE_FORMATS")),
     Key("mmap_features", "auto", "Memory-map a dense feats.npy instead of reading it (auto: "
         "when it is over a quarter of the available memory).",
-        choices=Ref("scalegnn.features", "MMAP_FEATURES"), also="YAML true/false too",
+        choices=Ref.of(features, "MMAP_FEATURES"), also="YAML true/false too",
         bools_as_text=True),
     Key("eval_every", 1, "Epochs between validation passes.", range=Range(1, MAX_EPOCHS)),
     Key("grad_clip", 5.0, "Clip the gradients' total norm to this before each step (0: no "
@@ -214,7 +223,7 @@ PARAMS = Section("params", "Training: optimizer, normalization, evaluation, load
     Key("clip_multiple", 0, "Clip each subgraph's node count to a multiple of this (16: cache "
         "lines; 0: no clipping).", range=Range(0, 2**20)),
     Key("loggers", "none", "Per-epoch logs written beside metrics.jsonl.",
-        choices=Ref("scalegnn.train.loggers", "LOGGERS"),
+        choices=Ref.of(loggers, "LOGGERS"),
         also="none, or several joined with + (csv+tensorboard)"),
     Key("checkpoint_seconds", 300.0, "Also save last.pt mid-epoch once this many seconds have "
         "passed since the last save (0: after every iteration); every epoch end saves anyway.",
@@ -276,7 +285,7 @@ DISTRIBUTED = Section("distributed", "scalegnn dist-train: partition-parallel fu
         range=Range(0, None, typed=False)),
     Key("method", "metis", "Partitioner for dist-train --data --parts: hp (hypergraph), gp or "
         "metis (METIS), rp or random (random rows).",
-        choices=Ref("scalegnn.dist.partition", "METHODS")),
+        choices=Ref.of(partition, "METHODS")),
     Key("lean_memory", True, "Return freed activations to the operating system at once (lower "
         "peak RSS)."),
 ), mode=True)
@@ -286,13 +295,13 @@ SHADOW = Section("shadow", "shaDow-GNN (scalegnn train): a subgraph per target, 
                  "sampling.", (
     Key("extractors", [{"kind": "khop", "depth": 2, "budget": 20}], "The subgraph extractors, "
         "one model branch each (several: an attention ensemble).",
-        choices=Ref("scalegnn.shadow.mode", "EXTRACTOR_KEYS"),
+        choices=Ref.of(shadow_mode, "EXTRACTOR_KEYS"),
         also="the kind of each mapping of a non-empty list (or of one mapping), with its keys"),
     Key("readout", "center", "How a target's subgraph becomes one vector: its center row, a "
         "pool of its rows (sort:K keeps K rows), both (center+POOL); link: the pair's ends.",
-        choices=Ref("scalegnn.shadow.readout", "SPECS")),
+        choices=Ref.of(shadow_readout, "SPECS")),
     Key("residual", "none", "Combine every layer's output: none (the last layer's), max or "
-        "concat.", choices=Ref("scalegnn.shadow.readout", "RESIDUALS")),
+        "concat.", choices=Ref.of(shadow_readout, "RESIDUALS")),
     Key("batch_size", 64, "Training targets per minibatch.",
         range=Range(1, 1 << 20, typed=False)),
     Key("eval_batch_size", 512, "Targets per inference minibatch.",
@@ -314,7 +323,7 @@ SHADOW = Section("shadow", "shaDow-GNN (scalegnn train): a subgraph per target, 
     Key("node_features", True, "link: feed the dataset's node features (false: the labels "
         "alone).", also="false needs pair_labels > 0"),
     Key("adj_norm", "mean", "Subgraph operator: mean (D⁻¹A) or sym (GCN's symmetric "
-        "normalization).", choices=Ref("scalegnn.shadow.batch", "ADJ_NORMS")),
+        "normalization).", choices=Ref.of(shadow_batch, "ADJ_NORMS")),
 ), mode=True)
 
 SCHEMA = {s.name: s for s in (NETWORK, PARAMS, PHASE, DISTRIBUTED, SHADOW)}

@@ -8,7 +8,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from scalegnn.data import options as O
+from scalegnn.data import synthetic as S
+from scalegnn.data.csv import find_csv_files, load_csv
 from scalegnn.data.dataset import Dataset
+from scalegnn.data.graphsaint import load_graphsaint
+from scalegnn.data.mat import load_mat
+from scalegnn.data.npz import load_npz
+from scalegnn.data.ogb import find_ogb_root, load_ogb
+from scalegnn.data.options import check_for_format
 from scalegnn.errors import DataError
 
 __all__ = ["Dataset", "load_dataset", "detect_format", "GENERATORS"]
@@ -50,7 +58,6 @@ def is_generator_spec(spec) -> bool:
 
 
 def _generate(spec: str, seed: int) -> Dataset:
-    from scalegnn.data import synthetic as S
     head, _, rest = spec.partition(":")
     if head == "synthetic":
         if rest:
@@ -83,8 +90,6 @@ def _digits(text: str) -> int | None:
 
 def detect_format(path) -> str:
     """'graphsaint' | 'ogb' | 'npz' | 'mat' | 'csv' for a file or folder; DataError otherwise."""
-    from scalegnn.data.csv import find_csv_files
-    from scalegnn.data.ogb import find_ogb_root
     p = Path(path)
     if not p.exists():
         raise DataError(f"{p}: no such file or folder (and not a generator spec: "
@@ -150,7 +155,6 @@ def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
     memory-maps float32 GraphSAINT features. Errors are one-line :class:`DataError`, also for
     an unreadable file (the OSError's file and reason) and for running out of memory.
     """
-    from scalegnn.data import options as O
     if isinstance(spec, Dataset):
         return spec
     options = O.check_options(options)
@@ -176,23 +180,17 @@ def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
 
 def _load_path(spec, *, split: int, seed: int, mmap: bool, options: dict) -> Dataset:
     """Detect the format of a file or folder and run its loader."""
-    from scalegnn.data.options import check_for_format
     fmt = detect_format(spec)
     check_for_format(options, fmt, spec)
     p = Path(spec)
     if fmt == "graphsaint":
-        from scalegnn.data.graphsaint import load_graphsaint
         return load_graphsaint(p, mmap=mmap)
     if fmt == "ogb":
-        from scalegnn.data.ogb import load_ogb
         return load_ogb(p, seed=seed)
     if fmt in ("npz", "mat") and p.is_dir():
         p = next(f for f in sorted(p.iterdir()) if f.suffix.lower() == f".{fmt}")
     if fmt == "npz":
-        from scalegnn.data.npz import load_npz
         return load_npz(p, split=split, seed=seed)
     if fmt == "mat":
-        from scalegnn.data.mat import load_mat
         return load_mat(p, seed=seed, options=options)
-    from scalegnn.data.csv import load_csv
     return load_csv(p, seed=seed, options=options)

@@ -5,7 +5,6 @@ Every problem becomes a one-line :class:`DataError` that starts with the file's 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -308,50 +307,6 @@ def finish(ds):
         return ds.validate()
     except GraphError as e:
         raise DataError(f"{ds.source}: {e}") from None
-
-
-def available_memory() -> int | None:
-    """Bytes this process can still allocate: MemAvailable of /proc/meminfo, lowered to the
-    cgroup (v2) limit minus usage when there is one; os.sysconf free pages elsewhere; None
-    when nothing tells."""
-    avail = None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    if avail is None:
-        try:
-            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, AttributeError):
-            return None
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
-        if limit.isdigit():
-            avail = min(avail, max(int(limit) - used, 0))
-    except (OSError, ValueError):
-        pass
-    return avail
-
-
-def human_bytes(b: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if b < 1024 or unit == "PiB":
-            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
-        b /= 1024
-    return ""
-
-
-def require_memory(what: str, nbytes: float) -> None:
-    """DataError naming ``what`` when an estimated ``nbytes`` exceed the available memory."""
-    avail = available_memory()
-    if avail is not None and nbytes > avail:
-        raise DataError(f"{what}: needs about {human_bytes(nbytes)} of memory, but only "
-                        f"{human_bytes(avail)} is available; use a smaller size")
 
 
 def parse_int_keys(obj: dict, path) -> np.ndarray:

@@ -32,6 +32,7 @@ from scalegnn.data import _stream as S
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
 from scalegnn.features import csr_features
+from scalegnn.memory import require_memory
 
 GNN_BENCHMARK_KEYS = ["adj_data", "adj_indices", "adj_indptr", "adj_shape", "attr_data",
                       "attr_indices", "attr_indptr", "attr_shape", "attr_matrix", "labels",
@@ -86,7 +87,7 @@ def load_npz(path, *, split: int = 0, seed: int = 0, name: str | None = None) ->
 def _sparse_dense(z, prefix, path, n_rows):
     """Dense float32 matrix from ``<prefix>_data/indices/indptr/shape`` CSR arrays."""
     indptr, indices, data, shape = _csr_arrays(z, prefix, path, n_rows)
-    C.require_memory(f"{path}: {prefix} matrix of shape {shape}", 4.0 * shape[0] * shape[1])
+    require_memory(f"{path}: {prefix} matrix of shape {shape}", 4.0 * shape[0] * shape[1])
     out = np.zeros(shape, dtype=np.float32)
     rows = np.repeat(np.arange(shape[0]), np.diff(indptr))
     np.add.at(out, (rows, indices), data)

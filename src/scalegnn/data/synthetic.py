@@ -35,14 +35,16 @@ from pathlib import Path
 
 import numpy as np
 
-from scalegnn.data import _build, _rmat
+from scalegnn.data import _build
 from scalegnn.data import _common as C
+from scalegnn.data import _rmat
 from scalegnn.data import graphsaint as G
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
 from scalegnn.features import BLOCK_BYTES, block_rows
 from scalegnn.graph import Graph
 from scalegnn.io import read_npy_blocks, write_npy_blocks
+from scalegnn.memory import require_memory
 
 KRONECKER_DEFAULTS = dict(a=0.57, b=0.19, c=0.19, features=50, num_labels=121,
                           split=(0.66, 0.12, 0.22))
@@ -91,7 +93,7 @@ def kronecker_graph(scale: int, edge_factor: int = 16, *, a: float = 0.57, b: fl
     _check(edge_factor >= 1, f"kronecker: edge_factor must be >= 1, got {edge_factor}")
     _check(seed >= 0, f"kronecker: seed must be >= 0, got {seed}")
     _finite(**{"kronecker: a": a, "kronecker: b": b, "kronecker: c": c})
-    C.require_memory(f"kronecker:{scale}:{edge_factor}", kronecker_bytes(scale, edge_factor, 0, 0))
+    require_memory(f"kronecker:{scale}:{edge_factor}", kronecker_bytes(scale, edge_factor, 0, 0))
     d = 1.0 - a - b - c
     _check(min(a, b, c) >= 0 and d >= -1e-12,
            f"kronecker: initiator a, b, c must be >= 0 with a+b+c <= 1, got {a}, {b}, {c}")
@@ -144,7 +146,7 @@ def kronecker_dataset(scale: int, edge_factor: int = 16, *, seed: int = 0,
     if out is not None and Path(out).exists() and not overwrite:  # before any work
         raise DataError(f"{out}: already exists (pass overwrite to replace it)")
     width = num_labels if classes is None else 1
-    C.require_memory(spec or f"kronecker:{scale}:{edge_factor}",
+    require_memory(spec or f"kronecker:{scale}:{edge_factor}",
                      kronecker_bytes(scale, edge_factor, 0 if out is not None else features,
                                      width))
     graph = kronecker_graph(scale, edge_factor, a=a, b=b, c=c, seed=seed)
@@ -250,7 +252,7 @@ def planted_dataset(nodes: int = 12000, classes: int = 8, features: int = 32,
     _check(noise >= 0, f"planted: noise must be >= 0, got {noise}")
     _check(num_labels >= 1, f"planted: num_labels must be >= 1, got {num_labels}")
     _check(seed >= 0, f"planted: seed must be >= 0, got {seed}")
-    C.require_memory(spec or f"planted:nodes={nodes},degree={degree:g},features={features}",
+    require_memory(spec or f"planted:nodes={nodes},degree={degree:g},features={features}",
                      planted_bytes(nodes, degree, features, multilabel, num_labels))
     rng = np.random.default_rng(seed)
     y = rng.integers(0, classes, size=nodes)

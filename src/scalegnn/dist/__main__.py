@@ -1,4 +1,4 @@
 """``python -m scalegnn.dist`` / ``torchrun -m scalegnn.dist``: one rank of a distributed run."""
-from scalegnn.dist.launch import worker_main
+from scalegnn.cli.dist import worker_main
 
 raise SystemExit(worker_main())

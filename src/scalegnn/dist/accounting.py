@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from scalegnn.dist.graphs import row_entries
 from scalegnn.dist.hypergraph import vertex_weights
 
 
 def volume_matrix(graph, assignment: np.ndarray, parts: int | None = None) -> np.ndarray:
     """``V[r, q]`` (int64, K x K) above: one pass over each part's rows, O(nnz + K·N)."""
-    from scalegnn.dist.partition import _gather_rows
     a = np.asarray(assignment, dtype=np.int64)
     k = int(a.max()) + 1 if parts is None else int(parts)
     order = np.argsort(a, kind="stable")
@@ -36,7 +36,7 @@ def volume_matrix(graph, assignment: np.ndarray, parts: int | None = None) -> np
     out = np.zeros((k, k), dtype=np.int64)
     for q in range(k):
         rows = order[bounds[q]:bounds[q + 1]]
-        pos, _ = _gather_rows(graph.indptr, rows)
+        pos, _ = row_entries(graph.indptr, rows)
         need[graph.indices[pos]] = True
         need[rows] = False                       # a part never sends to itself
         cols = np.flatnonzero(need)

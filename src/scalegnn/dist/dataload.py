@@ -3,6 +3,7 @@ so partitioning, dist-train and the benchmark load data one way)."""
 
 from __future__ import annotations
 
+from scalegnn.data import load_dataset
 from scalegnn.data.dataset import Dataset
 
 
@@ -11,5 +12,4 @@ def load(spec, seed: int = 0, options: dict | None = None) -> Dataset:
     the loader ``options`` of :mod:`scalegnn.data.options`."""
     if isinstance(spec, Dataset):
         return spec
-    from scalegnn.data import load_dataset
     return load_dataset(spec, seed=seed, options=options)

@@ -14,7 +14,7 @@ Memory: Mt-KaHyPar's Python API takes the nets as a list of Python lists (~36 by
 for the 128M pins of a 2^22-node Kronecker graph). The hypergraph is therefore streamed, a block
 of rows at a time, into an hMETIS text file that Mt-KaHyPar reads natively (a few bytes a pin);
 graphs over ``max_entries`` stored entries are sparsified first, as for METIS
-(:func:`scalegnn.dist.partition.sparsify_for_partitioning`), while the vertex weights always
+(:func:`scalegnn.dist.graphs.sparsify_for_partitioning`), while the vertex weights always
 come from the full graph.
 """
 
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scalegnn.dist.graphs import sparsify_for_partitioning
 from scalegnn.errors import ConfigError
 
 PRESETS = ("deterministic", "default", "quality", "highest_quality")
@@ -165,7 +166,6 @@ def assign_hp(graph, parts: int, seed: int = 0, *, imbalance: float = 0.01,
               threads: int | None = None) -> np.ndarray:
     """Column-net hypergraph partition of ``graph`` (KM1 = rows sent per layer), vertex weights
     nnz(row of A + I) of the full graph; graphs over ``max_entries`` entries are sparsified."""
-    from scalegnn.dist.partition import sparsify_for_partitioning
     weights = vertex_weights(graph)
     if parts == 1:
         return np.zeros(graph.num_nodes, dtype=np.int32)

@@ -29,11 +29,11 @@ from scalegnn.batch import Batch
 from scalegnn.dist.exchange import BoundaryExchange, peer_error
 from scalegnn.dist.forward import overlapped_forward
 from scalegnn.dist.plan import PartitionPlan
+from scalegnn.engine.metrics import compute_metrics
+from scalegnn.engine.mode import Mode
 from scalegnn.errors import PlanError
 from scalegnn.graph import Graph
 from scalegnn.memory import peak_rss_bytes, rss_bytes
-from scalegnn.train.metrics import compute_metrics
-from scalegnn.train.modes import Mode
 
 RANK_FIELDS = ("epoch_s", "compute_s", "comm_s", "wait_s", "allreduce_s", "bytes_sent",
                "bytes_recv", "kept_boundary", "peak_rss_mb", "cuda_peak_mb", "base_rss_mb",

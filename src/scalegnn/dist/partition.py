@@ -25,8 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from scalegnn.dist.plan import (FORMAT, PartitionPlan, RankPart, fingerprint, new_plan_id,
-                                save_npy, write_json, write_part_json)
+from scalegnn.dist.graphs import row_entries, sparsify_for_partitioning
+from scalegnn.dist.hypergraph import assign_hp
+from scalegnn.dist.plan import (FORMAT, PartitionPlan, RankPart, fingerprint, new_plan_id, save_npy,
+                                write_json, write_part_json)
 from scalegnn.errors import ConfigError, PlanError
 
 METHODS = ("hp", "gp", "rp", "metis", "random")
@@ -40,41 +42,6 @@ def assign_random(num_nodes: int, parts: int, seed: int = 0) -> np.ndarray:
     out = np.empty(num_nodes, dtype=np.int32)
     out[np.random.default_rng(seed).permutation(num_nodes)] = np.arange(num_nodes) % parts
     return out
-
-
-def sparsify_for_partitioning(graph, max_entries: int, seed: int = 0):
-    """A subgraph with at most ~``max_entries`` stored entries for METIS to partition.
-
-    METIS needs ~100 bytes per stored entry on power-law graphs (measured: 0.8 GB for a
-    2^18-node Kronecker graph with 7.6M entries), so a 2^22-node graph (128M entries) would
-    need ~13 GB. Each undirected edge (u, v) is kept with probability
-    ``min(1, k / min(deg u, deg v))``, ``k = max_entries / (2 n)``: every node of degree
-    <= k keeps all its edges (its placement stays exact), hubs keep a sample; the expected
-    number of kept edges is at most ``n k``. Rows are processed in blocks (bounded temporaries).
-    """
-    from scalegnn.graph import Graph
-    n = graph.num_nodes
-    if graph.num_edges <= max_entries:
-        return graph
-    k = max(max_entries / (2.0 * n), 1.0)
-    deg = graph.degrees()
-    rng = np.random.default_rng([int(seed), 0x5eed])
-    kept_u, kept_v = [], []
-    block = 1 << 18
-    for s in range(0, n, block):
-        e = min(n, s + block)
-        lo, hi = graph.indptr[s], graph.indptr[e]
-        u = np.repeat(np.arange(s, e, dtype=np.int64), deg[s:e])
-        v = graph.indices[lo:hi].astype(np.int64)
-        m = u < v                                   # decide each undirected edge once
-        u, v = u[m], v[m]
-        prob = np.minimum(1.0, k / np.minimum(deg[u], deg[v]))
-        keep = rng.random(u.shape[0]) < prob
-        kept_u.append(u[keep].astype(graph.indices.dtype))
-        kept_v.append(v[keep].astype(graph.indices.dtype))
-    u, v = np.concatenate(kept_u), np.concatenate(kept_v)
-    del kept_u, kept_v
-    return Graph.from_edges(u, v, n, symmetrize=True)
 
 
 def assign_metis(graph, parts: int, seed: int = 0, max_entries: int = 1 << 25,
@@ -150,7 +117,6 @@ def assign(graph, parts: int, method: str = "metis", seed: int = 0,
     if method == "rp":
         return assign_random(graph.num_nodes, parts, seed)
     if method == "hp":
-        from scalegnn.dist.hypergraph import assign_hp
         return assign_hp(graph, parts, seed, imbalance=imbalance, preset=preset,
                          max_entries=max_entries, threads=threads)
     return assign_metis(graph, parts, seed, max_entries, weights, imbalance, gp_objective)
@@ -164,23 +130,12 @@ def method_label(method: str, weights: str = "degree", preset: str = "determinis
     return {"hp": f"hp/{preset}", "gp": gp, "rp": "rp"}[m]
 
 
-def _gather_rows(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Positions in ``indices`` of the entries of ``rows`` (row-major), and the new indptr."""
-    starts = indptr[rows]
-    lens = indptr[rows + 1] - starts
-    local_ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lens, out=local_ptr[1:])
-    pos = np.arange(local_ptr[-1], dtype=np.int64)
-    pos += np.repeat(starts - local_ptr[:-1], lens)
-    return pos, local_ptr
-
-
 def build_rank(dataset, assignment: np.ndarray, rank: int, g2l: np.ndarray, masks) -> RankPart:
     """Rank ``rank``'s arrays except the send maps (they need every rank's boundary)."""
     g, parts = dataset.graph, int(assignment.max()) + 1 if assignment.size else 1
     inner = np.flatnonzero(assignment == rank).astype(np.int64)
     n_in = inner.shape[0]
-    pos, indptr = _gather_rows(g.indptr, inner)
+    pos, indptr = row_entries(g.indptr, inner)
     cols = g.indices[pos].astype(np.int64)
     del pos
     col_owner = assignment[cols]

@@ -254,13 +254,6 @@ class PartitionPlan:
     def task(self) -> dict:
         return self.meta["task"]
 
-    @classmethod
-    def create(cls, dataset, assignment, out, *, method: str = "custom", seed: int = 0) -> "PartitionPlan":
-        """Write the plan of any node -> part ``assignment`` (e.g. from a hypergraph
-        partitioner) to ``out``; see :func:`scalegnn.dist.partition.write_plan`."""
-        from scalegnn.dist.partition import write_plan
-        return write_plan(dataset, assignment, out, method=method, seed=seed)
-
     def rank_dir(self, i: int) -> Path:
         return self.root / f"rank_{i}"
 

@@ -33,12 +33,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
+from pathlib import Path
 
 import numpy as np
 
 from scalegnn.dist.accounting import volume_matrix
-from scalegnn.dist.hypergraph import iter_nets, partition_nets, vertex_weights
+from scalegnn.dist.compare import geomean
+from scalegnn.dist.hypergraph import assign_hp, iter_nets, partition_nets, vertex_weights
 from scalegnn.errors import ConfigError
+from scalegnn.io import atomic_open
+from scalegnn.sampling import make_sampler
 
 EVAL_START = 1 << 40   # evaluation batches come from stream indices far from the build batches
 
@@ -136,10 +141,7 @@ def compare_shp(dataset, parts_list, *, sampler: str = "rw", budget: dict | None
                 log=None) -> dict:
     """Expected minibatch volume under HP (full-graph hypergraph) and SHP, per part count;
     both evaluated on the SAME fresh minibatches (paired)."""
-    import time
 
-    from scalegnn.dist.hypergraph import assign_hp
-    from scalegnn.sampling import make_sampler
     g = dataset.graph
     smp = make_sampler(sampler, g, dataset.train_idx, dict(budget or {}))
     rows = []
@@ -167,7 +169,6 @@ def compare_shp(dataset, parts_list, *, sampler: str = "rw", budget: dict | None
         rows.append(row)
         if log:
             log(row)
-    from scalegnn.dist.compare import geomean
     return {"dataset": getattr(dataset, "name", ""), "sampler": sampler, "budget": budget,
             "theta": theta, "delta": delta, "min_batches": min_batches, "prior": prior,
             "eval_batches": eval_batches, "seed": seed,
@@ -183,9 +184,7 @@ def plot_shp(result: dict, path):
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    from pathlib import Path
 
-    from scalegnn.io import atomic_open
     rows = sorted(result["rows"], key=lambda r: r["parts"])
     ks = [r["parts"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))

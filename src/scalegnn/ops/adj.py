@@ -43,6 +43,12 @@ class SparseAdj:
             self._cast[dtype] = self.data.astype(dtype)
         return self._cast[dtype]
 
+    def row_block(self, start: int, stop: int) -> "SparseAdj":
+        """Rows ``start:stop`` as a rectangular SparseAdj sharing this one's arrays."""
+        a, b = self.indptr[start], self.indptr[stop]
+        return SparseAdj(self.indptr[start:stop + 1] - a, self.indices[a:b], self.data[a:b],
+                         self.num_cols)
+
     @classmethod
     def from_graph(cls, g: Graph, transpose_perm=None, dtype=np.float32) -> "SparseAdj":
         """From a Graph with ``data`` (ones if it has none)."""

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from scalegnn.errors import ConfigError
+from scalegnn.graph import Graph
 from scalegnn.ops.adj import SparseAdj
 from scalegnn.ops.spmm import spmm
 
@@ -82,7 +83,6 @@ def _heavy_pairs(indptr, indices, data, tptr, trow, tpos, theta, bounds, counts,
 
 def aggregation_pairs(indptr, indices, data, num_cols: int, theta: float):
     """(u, w, weight) of every aggregation-graph edge with weight > θ, u < w."""
-    from scalegnn.graph import Graph
     gt = Graph(indptr, indices, num_cols, np.arange(indices.shape[0], dtype=np.int64),
                validate=False).transpose()
     p = max(1, numba.get_num_threads())

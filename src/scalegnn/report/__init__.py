@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 from scalegnn.io import atomic_write_bytes, atomic_write_text
+from scalegnn.report import plot
+from scalegnn.report.html import render_html
 from scalegnn.report.rundata import RunData, load_run
 
 __all__ = ["write_report", "plot_run", "report_after_run", "load_run", "RunData"]
@@ -27,8 +29,7 @@ def _png_bytes(data: RunData) -> bytes | None:
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError:
         return None
-    from scalegnn.report.plot import draw_report  # noqa: PLC0415
-    fig = draw_report(data, plt)
+    fig = plot.draw_report(data, plt)
     try:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
@@ -40,7 +41,6 @@ def _png_bytes(data: RunData) -> bytes | None:
 def write_report(run_dir, png=None, html=None) -> dict:
     """Write ``report.png`` and ``report.html`` for the run in ``run_dir`` (or to the paths
     ``png`` / ``html``); return ``{"png": path or None, "html": path}``."""
-    from scalegnn.report.html import render_html  # noqa: PLC0415
     run_dir = Path(run_dir)
     data = load_run(run_dir)
     png_path = Path(png) if png else run_dir / "report.png"

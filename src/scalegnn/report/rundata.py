@@ -15,9 +15,9 @@ from pathlib import Path
 
 import yaml
 
+from scalegnn.engine.rundir import read_metrics_file
 from scalegnn.errors import DataError
 from scalegnn.io import read_json_object
-from scalegnn.train.rundir import read_metrics_file
 
 STEP_FIELDS = ("presample_s", "sample_s", "compute_s", "eval_s")
 """Per-epoch times that add up (compile_s overlaps them)."""

@@ -26,6 +26,7 @@ from scalegnn.batch import Batch
 from scalegnn.errors import ConfigError
 from scalegnn.features import as_feature_store
 from scalegnn.graph import Graph, index_dtype
+from scalegnn.nn.gcn import gcn_norm
 
 
 def drop_pair_edges(subs):
@@ -64,7 +65,6 @@ def branch_batch(subs, features, norm: str = "mean") -> Batch:
     deg = np.diff(subs.indptr)
     indices = np.asarray(subs.indices).astype(index_dtype(n), copy=False)
     if norm == "sym":
-        from scalegnn.nn.gcn import gcn_norm  # noqa: PLC0415
         adj = gcn_norm(Graph(np.asarray(subs.indptr, dtype=np.int64), indices, num_cols=n,
                              validate=False))
     else:

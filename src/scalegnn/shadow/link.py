@@ -3,7 +3,7 @@
 * :func:`split_edges` holds out a seeded share of the undirected edges as validation and test
   positives, builds the training graph from the rest, and draws one fixed set of negative pairs
   for validation and one for test, shared by every positive of that split (ogbl-collab: each
-  positive is ranked against all shared negatives, see :mod:`scalegnn.train.metrics`).
+  positive is ranked against all shared negatives, see :mod:`scalegnn.engine.metrics`).
 * :func:`sample_negatives` draws uniform non-edges (also the per-epoch training negatives:
   sample them against ``split.train_graph``, as usual; held-out positives may then appear as
   training negatives, which leaks nothing).
@@ -23,9 +23,10 @@ import numpy as np
 
 from scalegnn import _graph_kernels as K
 from scalegnn._graph_kernels import _bsearch
+from scalegnn.data import load_dataset
+from scalegnn.engine.metrics import link_metrics
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
-from scalegnn.train.metrics import link_metrics
 
 DEFAULT_FRACTIONS = (0.85, 0.05, 0.10)
 # ogbl-collab's count of shared negatives per evaluation split.
@@ -252,7 +253,7 @@ def heuristic_baseline(dataset_or_graph, seed: int = 0, *, score: str = "common_
     ``dataset_or_graph``: a :class:`~scalegnn.data.Dataset`, a :class:`Graph`, or a dataset
     spec/path for :func:`scalegnn.data.load_dataset`. Returns a flat, JSON-ready dict:
     ``{"score", "seed", "num_nodes", "num_edges", "num_negatives", "val_hits@50", "val_mrr",
-    "test_hits@20", ...}`` (every key of :func:`~scalegnn.train.metrics.link_metrics`, for
+    "test_hits@20", ...}`` (every key of :func:`~scalegnn.engine.metrics.link_metrics`, for
     val and test).
     """
     if score not in HEURISTICS:
@@ -261,7 +262,6 @@ def heuristic_baseline(dataset_or_graph, seed: int = 0, *, score: str = "common_
     graph = dataset_or_graph
     if not isinstance(graph, Graph):
         if not hasattr(graph, "graph"):
-            from scalegnn.data import load_dataset
             graph = load_dataset(graph)
         graph = graph.graph
     split = split_edges(graph, fractions, seed, num_negatives=num_negatives)

@@ -33,13 +33,18 @@ import numpy as np
 import torch
 
 from scalegnn.data.transforms import prepared_dataset
+from scalegnn.engine.checkpoint import dataset_fingerprint
+from scalegnn.engine.metrics import compute_metrics, link_metrics
+from scalegnn.engine.mode import Mode
 from scalegnn.errors import ConfigError
 from scalegnn.features import DenseFeatures, append_columns
+from scalegnn.nn.models import MODEL_OPTIONS
 from scalegnn.ops import SparseAdj
 from scalegnn.shadow.batch import branch_batch, drop_pair_edges, ensemble_batch, prefetch
-from scalegnn.train.checkpoint import dataset_fingerprint
-from scalegnn.train.metrics import compute_metrics
-from scalegnn.train.modes import Mode
+from scalegnn.shadow.extract import KHopExtractor, PPRExtractor
+from scalegnn.shadow.labels import label_onehot, num_labels, pair_labels
+from scalegnn.shadow.link import sample_negatives, split_edges
+from scalegnn.shadow.model import ShadowNet
 
 EXTRACTOR_KEYS = {"khop": {"depth": int, "budget": int},
                   "ppr": {"k": int, "alpha": float, "eps": float, "threshold": float}}
@@ -58,7 +63,6 @@ def cache_folder(setting: str):
 
 def make_extractors(specs, graph, cache_dir=None) -> list:
     """Extractor objects from the config's ``shadow.extractors`` list (one-line errors)."""
-    from scalegnn.shadow.extract import KHopExtractor, PPRExtractor  # noqa: PLC0415
     if isinstance(specs, dict):
         specs = [specs]
     if not isinstance(specs, list) or not specs:
@@ -125,8 +129,6 @@ class ShadowMode(Mode):
                 "extractors": self.settings["extractors"]}
 
     def build_model(self, network: dict, params: dict):
-        from scalegnn.nn.models import MODEL_OPTIONS  # noqa: PLC0415
-        from scalegnn.shadow.model import ShadowNet  # noqa: PLC0415
         return ShadowNet(self.num_features, self.num_classes,
                          branches=len(self.eval_extractors), backbone=network["model"],
                          hidden=network["dim"], arch=network["arch"], aggr=network["aggr"],
@@ -248,14 +250,13 @@ class LinkMode(ShadowMode):
     distance label relative to the two ends (:mod:`scalegnn.shadow.labels`) to its input, and
     ``shadow.node_features: false`` leaves the dataset's features out (labels only).
     Evaluation ranks each held-out positive against
-    ``shadow.negatives`` shared negatives: Hits@20/50/100 and MRR (``scalegnn.train.metrics``).
+    ``shadow.negatives`` shared negatives: Hits@20/50/100 and MRR (``scalegnn.engine.metrics``).
     """
 
     name = "link"
     pair = True
 
     def __init__(self, dataset, config, *, seed: int = 0):
-        from scalegnn.shadow.link import split_edges  # noqa: PLC0415
         self._common(dataset, config, seed)
         dataset = self.dataset
         frac = self.settings["edge_split"]
@@ -264,7 +265,6 @@ class LinkMode(ShadowMode):
                               f"{frac!r}")
         self.split = split_edges(dataset.graph, tuple(frac), seed=self.settings["split_seed"],
                                  num_negatives=self.settings["negatives"])
-        from scalegnn.shadow.labels import num_labels  # noqa: PLC0415
         self.label_cap = self.settings["pair_labels"]
         self.use_features = bool(self.settings["node_features"])
         self.num_features = (dataset.num_features if self.use_features else 0) \
@@ -307,7 +307,6 @@ class LinkMode(ShadowMode):
     def _branch(self, subs):
         """One branch of a pair batch: node features and/or the structural labels
         (:mod:`scalegnn.shadow.labels`) as the input columns."""
-        from scalegnn.shadow.labels import label_onehot, pair_labels  # noqa: PLC0415
         subs = drop_pair_edges(subs)
         features = self.dataset.features if self.use_features else \
             DenseFeatures(np.zeros((self.split.num_nodes, 0), np.float32))  # labels only
@@ -325,7 +324,6 @@ class LinkMode(ShadowMode):
         return ensemble_batch(branches, y, w, src)
 
     def batches(self, epoch: int, skip: int = 0):
-        from scalegnn.shadow.link import sample_negatives  # noqa: PLC0415
         order = self._order(epoch)
         bs = self.settings["batch_size"]
         pos = self.split.train_pos
@@ -349,7 +347,6 @@ class LinkMode(ShadowMode):
         return self.infer(model, make, range(0, pairs.shape[1], bs)).reshape(-1).numpy()
 
     def evaluate(self, model, splits) -> dict:
-        from scalegnn.train.metrics import link_metrics  # noqa: PLC0415
         out = {}
         for split in splits:
             if split == "train":  # ranked against the validation negatives (a sample of them)

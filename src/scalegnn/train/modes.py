@@ -1,97 +1,30 @@
-"""Training modes: where a run's batches come from. The one loop is :class:`scalegnn.train.Trainer`.
-
-A mode gives the trainer, for the rank it runs on: the task (features, classes, metric), a
-stream of :class:`~scalegnn.batch.Batch` per epoch whose position can be saved and restored, the
-forward of a model on a batch, the gradient reduction across ranks, and evaluation. Everything
-else (config, model zoo, optimizer, checkpoints, exact resume, run directory, progress bar,
-metrics, report) is the trainer's and is the same for every mode.
+"""The single-process modes: :class:`GraphSAINTMode` and :func:`mode_for`, which picks the mode
+a config asks for (GraphSAINT, or shaDow-GNN for a ``shadow:`` section). The protocol every
+mode implements is :class:`scalegnn.engine.mode.Mode`; the one loop is
+:class:`scalegnn.train.Trainer`.
 
 * :class:`GraphSAINTMode` — sampled node-induced subgraphs (one loader per phase, pre-sampled
   normalization), full-graph layer-wise evaluation.
-* ``scalegnn.dist.mode.DistributedMode`` — one rank's partition with boundary exchange.
+* :class:`scalegnn.shadow.mode.ShadowMode` / :class:`~scalegnn.shadow.mode.LinkMode` —
+  per-target subgraphs.
 """
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from scalegnn.data.transforms import prepared_dataset
+from scalegnn.engine.checkpoint import dataset_fingerprint
+from scalegnn.engine.evaluate import full_graph_logits
+from scalegnn.engine.metrics import compute_metrics
+from scalegnn.engine.mode import Mode
+from scalegnn.errors import ConfigError
 from scalegnn.ops import SparseAdj
-from scalegnn.train.checkpoint import dataset_fingerprint
-from scalegnn.train.evaluate import full_graph_logits
-from scalegnn.train.metrics import compute_metrics
-
-
-class Mode:
-    """The interface the trainer drives (defaults fit a single process)."""
-
-    name = "mode"
-    rank, world = 0, 1
-    dtype = torch.float32
-    mid_epoch_checkpoints = True
-    """May the trainer checkpoint between batches (False where ranks must agree on when)."""
-
-    # task: num_features, num_classes, multilabel, metric, dataset_name (set by subclasses)
-
-    @property
-    def is_writer(self) -> bool:
-        """Writes the run directory and shows the progress bar."""
-        return self.rank == 0
-
-    def identity(self) -> dict:
-        """What a checkpoint must match to be loaded into this run."""
-        raise NotImplementedError
-
-    def run_info(self) -> dict:
-        return {}
-
-    def build_model(self, network: dict, params: dict):
-        """The mode's own model, or None for the zoo model ``build_model`` makes from the
-        config (same weights on every rank: called right after seeding)."""
-        return None
-
-    def setup(self, model, seed: int) -> None:
-        """Called once the model is built (same initial weights on every rank)."""
-
-    def num_batches(self, epoch: int) -> int:
-        raise NotImplementedError
-
-    def batches(self, epoch: int, skip: int = 0):
-        """Iterator over epoch ``epoch``'s batches after the first ``skip`` (resumed epochs)."""
-        raise NotImplementedError
-
-    def forward(self, model, batch) -> torch.Tensor:
-        raise NotImplementedError
-
-    def reduce(self, params, loss: torch.Tensor) -> float:
-        """After backward: make ``.grad`` the gradient of the global loss; return that loss."""
-        return float(loss.detach())
-
-    def evaluate(self, model, splits) -> dict:
-        raise NotImplementedError
-
-    def epoch_stats(self) -> dict:
-        """Extra fields of this epoch's metrics record."""
-        return {}
-
-    def summary_extra(self) -> dict:
-        return {}
-
-    def gather(self, t: torch.Tensor) -> torch.Tensor:
-        """Every rank's ``t`` (same shape) stacked in rank order."""
-        return t.unsqueeze(0)
-
-    def sync_model(self, model) -> None:
-        """Make every rank's weights rank 0's."""
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Position the batch stream as saved (applied when the stream is next used)."""
-
-    def close(self) -> None:
-        """Release threads and processes (idempotent)."""
+from scalegnn.sampling import GraphSAINTLoader
+from scalegnn.shadow.mode import LinkMode, ShadowMode
+from scalegnn.train.transfer import TestGraph
 
 
 class GraphSAINTMode(Mode):
@@ -111,7 +44,6 @@ class GraphSAINTMode(Mode):
         self._full_adj = None
         self.test_graph, self._own_test = None, None  # --test-data: scalegnn.train.transfer
         if test_dataset is not None:
-            from scalegnn.train.transfer import TestGraph  # noqa: PLC0415
             self.test_graph = TestGraph(test_dataset, raw, self.dataset, config)
 
     def identity(self) -> dict:
@@ -127,7 +59,6 @@ class GraphSAINTMode(Mode):
                     len(self.config.phases) - 1)
 
     def make_loader(self, phase_index: int):
-        from scalegnn.sampling import GraphSAINTLoader  # noqa: PLC0415 (numba compile on first use)
         params = self.config.params
         phase = self.config.phases[phase_index]
         threads = params["sampler_threads"] or torch.get_num_threads()
@@ -184,7 +115,6 @@ class GraphSAINTMode(Mode):
     def _full_pass(self, model, embeddings: bool) -> torch.Tensor:
         """One layer-wise full-graph pass on the CPU: every node's logits or embeddings."""
         if next(model.parameters()).device.type != "cpu":
-            import copy  # noqa: PLC0415
             model = copy.deepcopy(model).cpu()
         return full_graph_logits(model, self.dataset.graph, self.dataset.features,
                                  self.config.params["eval_batch_rows"], adj=self.full_adj(),
@@ -223,8 +153,6 @@ def mode_for(dataset, config, *, seed: int = 0, test_dataset=None) -> Mode:
     """The single-process mode a config asks for: shaDow-GNN when it has a ``shadow:`` section,
     GraphSAINT otherwise. ``test_dataset``: a separate test graph (GraphSAINT mode only)."""
     if "shadow" in config.sections:
-        from scalegnn.errors import ConfigError  # noqa: PLC0415
-        from scalegnn.shadow.mode import LinkMode, ShadowMode  # noqa: PLC0415
         link = config.section("shadow")["task"] == "link"
         if test_dataset is not None:
             raise ConfigError("--test-data: a separate test graph is supported in GraphSAINT "

@@ -1,18 +1,18 @@
 """The one training loop of every mode (GraphSAINT, distributed; shaDow-GNN plugs in the same way).
 
-A :class:`~scalegnn.train.modes.Mode` says where batches come from; this loop does the rest:
+A :class:`~scalegnn.engine.mode.Mode` says where batches come from; this loop does the rest:
 build the model (``scalegnn.nn``) and the optimizer, run the epochs (each batch: forward, loss
 with the batch's loss weights, backward, the mode's gradient reduction, gradient clipping at
 ``grad_clip``, an Adam step), evaluate every ``eval_every`` epochs, keep the best validation
 state, report test metrics for it at the end, and write the run directory. Each epoch's
-learning rate comes from ``params.lr_schedule`` (:class:`~scalegnn.train.optim.LRSchedule`);
+learning rate comes from ``params.lr_schedule`` (:class:`~scalegnn.engine.optim.LRSchedule`);
 training stops early once ``params.patience`` validation passes in a row bring no better
 validation metric, and ``summary.json`` says why it stopped (``stopped``, ``epochs_run``).
 With ``params.flush_denormal`` (default) the process computes with denormal floats flushed
 to 0 from the trainer's construction until ``fit`` returns (``torch.set_flush_denormal``; torch
 has no getter, so the end restores torch's default, off).
 
-Exact resume: ``last.pt`` (:mod:`scalegnn.train.checkpoint`) holds the model, the optimizer,
+Exact resume: ``last.pt`` (:mod:`scalegnn.engine.checkpoint`) holds the model, the optimizer,
 every rank's random-generator state, the batch stream's position, the learning-rate
 schedule's and early stopping's state (plain numbers) and the running epoch's partial sums; it is written at every epoch end and, in modes that allow it, also mid-epoch once
 ``checkpoint_seconds`` have passed since the last one. A run killed at any point and resumed
@@ -24,6 +24,7 @@ epoch k is the k-th pass, and phase ``end: k`` trains through epoch k.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -34,18 +35,22 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import scalegnn
 from scalegnn.config import Config
+from scalegnn.engine import checkpoint as ckpt
+from scalegnn.engine.console import postfix, progress_bar
+from scalegnn.engine.jitclock import compile_seconds, compile_since
+from scalegnn.engine.memory_guard import check_training_memory
+from scalegnn.engine.mode import Mode
+from scalegnn.engine.optim import Adam, LRSchedule
+from scalegnn.engine.rundir import RunDir
 from scalegnn.errors import ConfigError, TrainingError
 from scalegnn.faults import crash_point
 from scalegnn.nn import build_model
 from scalegnn.nn.models import MODEL_OPTIONS
+from scalegnn.report import report_after_run
 from scalegnn.threads import keep_freed_memory, trim_heap
-from scalegnn.train import checkpoint as ckpt
-from scalegnn.train.console import postfix, progress_bar
-from scalegnn.train.jitclock import compile_seconds, compile_since
-from scalegnn.train.modes import Mode, mode_for
-from scalegnn.train.optim import Adam, LRSchedule
-from scalegnn.train.rundir import RunDir
+from scalegnn.train.modes import GraphSAINTMode, mode_for
 
 COMMAND_ENV = "SCALEGNN_COMMAND"  # set by launchers: the user's command line, \x1f-separated
 
@@ -87,17 +92,15 @@ def build_run_model(mode: Mode, config: Config) -> torch.nn.Module:
 
 def guard_memory(source, config: Config, force: bool = False) -> None:
     """Refuse (DataError, one line) a single-process run (GraphSAINT or shaDow-GNN) whose
-    estimated peak memory (:func:`scalegnn.memory.estimate_training_memory`) exceeds the
+    estimated peak memory (:func:`scalegnn.engine.memory_guard.estimate_training_memory`) exceeds the
     available memory, unless ``force``. Distributed ranks (a prebuilt :class:`Mode`) hold
     their own partitions: unchecked here."""
-    from scalegnn.train.modes import GraphSAINTMode  # noqa: PLC0415
     if isinstance(source, GraphSAINTMode):
         dataset = source.dataset
     elif isinstance(source, Mode):
         return
     else:
         dataset = source
-    from scalegnn.memory import check_training_memory  # noqa: PLC0415
     check_training_memory(dataset, config, force=force)
 
 
@@ -383,7 +386,6 @@ class Trainer:
                 "best": {"stale": 0, **state["best"]}, "totals": dict(state["totals"])}
 
     def _note_resume(self, done: int):
-        import json  # noqa: PLC0415
         info = self.run.file("run.json")
         data = json.loads(info.read_text()) if info.is_file() else self._run_info()
         data.setdefault("resumed", []).append({"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -391,7 +393,6 @@ class Trainer:
         self.run.write_json("run.json", data)
 
     def _finished_summary(self) -> dict:
-        import json  # noqa: PLC0415
         path = self.out_dir / "summary.json"
         try:
             return json.loads(path.read_text())
@@ -422,7 +423,6 @@ class Trainer:
                    "time": {"wall_s": wall, **totals}, **self.mode.summary_extra()}
         if self.run is not None:
             self.run.write_json("summary.json", summary)
-            from scalegnn.report import report_after_run  # noqa: PLC0415
             report_after_run(self.run.path)  # never fails the run (a warning at most)
         return summary
 
@@ -436,7 +436,6 @@ class Trainer:
     def _run_info(self) -> dict:
         import numba  # noqa: PLC0415
 
-        import scalegnn  # noqa: PLC0415
         return {"mode": self.mode.name, "seed": self.seed,
                 "torch_threads": torch.get_num_threads(), "device": str(self.device),
                 "world_size": self.mode.world, "python": platform.python_version(),

@@ -8,7 +8,7 @@ would shift every input). Its test nodes are its own test split when the data gi
 (GraphSAINT ``role.json``, OGB split files, heterophilous masks, a Dataset built with explicit
 splits), else every node: a seeded split of a graph nobody trains on would only discard three
 quarters of its labels. The model's evaluation is the trainer's layer-wise full-graph pass
-(:func:`scalegnn.train.evaluate.full_graph_logits`) on the test graph's own adjacency.
+(:func:`scalegnn.engine.evaluate.full_graph_logits`) on the test graph's own adjacency.
 
 Requirements, each a one-line :class:`~scalegnn.errors.ConfigError`: the same feature width;
 the same task kind (single- or multi-label); for multi-label the same label count, for
@@ -24,10 +24,10 @@ import dataclasses
 import numpy as np
 
 from scalegnn.data.transforms import standardized_like
+from scalegnn.engine.evaluate import full_graph_logits
+from scalegnn.engine.metrics import compute_metrics
 from scalegnn.errors import ConfigError
 from scalegnn.ops import SparseAdj
-from scalegnn.train.evaluate import full_graph_logits
-from scalegnn.train.metrics import compute_metrics
 
 
 def given_split(ds) -> bool:

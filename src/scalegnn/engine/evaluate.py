@@ -23,7 +23,7 @@ with ``H[R]`` and ``H[U]`` recomputed on demand from the held bases, then the re
 layers, the L2 normalize and the classifier for ``R``. For a 2-layer model ``1-1`` this holds
 X and ÂX (input width each) and recomputes H1 rows per block; rows of the ``cache_bytes``
 worth of highest-degree nodes, which fall in most blocks, are computed once and read in place
-(:mod:`scalegnn.train.neighbourhood`), so the recomputation is about the edge ends that miss
+(:mod:`scalegnn.engine.neighbourhood`), so the recomputation is about the edge ends that miss
 the cache. Blocks are cut so that ``nnz(Â[R, :])`` keeps the recomputed rows and their
 temporaries near ``block_bytes``.
 A layer that needs a lazy input held whole (a graph layer before the last, or a last one of
@@ -38,6 +38,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from scalegnn.engine.neighbourhood import memory_budget, neighbourhood_logits
 from scalegnn.features import as_feature_store
 from scalegnn.graph import Graph
 from scalegnn.nn.saint import SAINTLayer
@@ -45,16 +46,9 @@ from scalegnn.ops import SparseAdj, spmm
 
 DEFAULT_BATCH_ROWS = 65536
 PATHS = ("auto", "layerwise", "neighbourhood")
-BUDGET_FRACTION = 0.7          # of the available memory, for what the evaluation itself holds
 BLOCK_BYTES = 1 << 30          # neighbourhood path: ~bytes of one block's recomputed rows
 CACHE_BYTES = 2 << 30          # neighbourhood path: rows of the highest-degree nodes kept
                                # (at most half the memory budget left once the bases exist)
-
-
-def row_block(adj: SparseAdj, start: int, stop: int) -> SparseAdj:
-    """Rows ``start:stop`` of ``adj`` as a rectangular SparseAdj sharing its arrays."""
-    a, b = adj.indptr[start], adj.indptr[stop]
-    return SparseAdj(adj.indptr[start:stop + 1] - a, adj.indices[a:b], adj.data[a:b], adj.num_cols)
 
 
 def _layer_full(layer: SAINTLayer, h: torch.Tensor, adj: SparseAdj, batch_rows: int) -> torch.Tensor:
@@ -70,7 +64,7 @@ def _layer_full(layer: SAINTLayer, h: torch.Tensor, adj: SparseAdj, batch_rows: 
         bases.append(b)
     for s in range(0, n, batch_rows):
         e = min(n, s + batch_rows)
-        block = row_block(adj, s, e)
+        block = adj.row_block(s, e)
         terms = [h[s:e] @ layer.weights[0]]
         for o, b in enumerate(bases, start=1):
             t = spmm(block, b)
@@ -92,13 +86,6 @@ def layerwise_bytes(model, num_nodes: int) -> int:
         hops = layer.order * min(layer.in_dim, layer.out_dim)
         worst = max(worst, inp + layer.output_dim + hops)
     return 4 * num_nodes * worst
-
-
-def memory_budget() -> int | None:
-    """:data:`BUDGET_FRACTION` of the available memory (None: unknown, anything fits)."""
-    from scalegnn.data._common import available_memory
-    avail = available_memory()
-    return None if avail is None else int(BUDGET_FRACTION * avail)
 
 
 @torch.no_grad()
@@ -133,7 +120,6 @@ def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_B
             fits = budget is None or layerwise_bytes(model, adj.num_rows) <= budget
             path = "layerwise" if fits else "neighbourhood"
         if path == "neighbourhood":
-            from scalegnn.train.neighbourhood import neighbourhood_logits
             return neighbourhood_logits(model, adj, h, embeddings, batch_rows=batch_rows,
                                         budget=budget, block_bytes=block_bytes,
                                         cache_bytes=cache_bytes, stats=stats)

@@ -6,11 +6,11 @@
     run.json         mode, data source, split, seed, threads, device, versions, command line
     metrics.jsonl    one JSON object per epoch (appended, flushed per line)
     best.pt          model state with the best validation metric
-    last.pt          everything --resume needs (scalegnn.train.checkpoint)
+    last.pt          everything --resume needs (scalegnn.engine.checkpoint)
     summary.json     final validation/test metrics, timings
     report.png       loss, validation metrics, time split (when matplotlib is installed)
     report.html      the same plus tables of the summary, config, run facts and every epoch
-    metrics.csv      params.loggers: csv (scalegnn.train.loggers); tensorboard/ likewise
+    metrics.csv      params.loggers: csv (scalegnn.engine.loggers); tensorboard/ likewise
     .lock            held (flock) by the process writing the run
 
 Rules: checkpoints and JSON files are written atomically (an interrupted run never leaves a
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import torch
 
+from scalegnn.engine.checkpoint import load_checkpoint
+from scalegnn.engine.loggers import open_loggers
 from scalegnn.errors import ConfigError
 from scalegnn.faults import crash_point
 from scalegnn.io import atomic_open, atomic_write_json, atomic_write_text
-from scalegnn.train.checkpoint import load_checkpoint
-from scalegnn.train.loggers import open_loggers
 
 RUN_FILES = ("config.yml", "run.json", "metrics.jsonl", "best.pt", "last.pt", "summary.json",
              "report.png", "report.html", "metrics.csv")

@@ -22,7 +22,11 @@ import math
 import numpy as np
 import torch
 
-from scalegnn._config_limits import LR_SCHEDULES as SCHEDULES
+from scalegnn.ops import _kernels as K
+from scalegnn.ops.spmm import num_threads
+
+LR_SCHEDULES = ("none", "step", "cosine", "plateau")
+"""The values of ``params.lr_schedule`` (:class:`LRSchedule`)."""
 
 
 class Adam:
@@ -91,8 +95,6 @@ def _fused_step(p, g, m, v, step_size, b1, b2, bc2_sqrt, eps, wd):
     """One parameter's update in one pass (``ops._kernels.adam_update``): the update above,
     with the arithmetic in float64; one thread team for a large parameter, none for a small
     one (torch runs ~6 elementwise ops, each its own pass and thread team)."""
-    from scalegnn.ops import _kernels as K
-    from scalegnn.ops.spmm import num_threads
     arrays = [t.detach().view(-1).numpy() for t in (p, g, m, v)]
     n = arrays[0].shape[0]
     threads = num_threads()
@@ -124,8 +126,8 @@ class LRSchedule:
 
     def __init__(self, kind: str = "none", base: float = 0.01, *, epochs: int = 1,
                  decay: float = 0.5, step: int = 10, lr_min: float = 0.0, patience: int = 2):
-        if kind not in SCHEDULES:
-            raise ValueError(f"lr_schedule: {kind!r} is not one of {list(SCHEDULES)}")
+        if kind not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule: {kind!r} is not one of {list(LR_SCHEDULES)}")
         self.kind, self.base, self.epochs = kind, float(base), max(1, int(epochs))
         self.decay, self.step, self.lr_min = float(decay), max(1, int(step)), float(lr_min)
         self.patience = max(1, int(patience))

@@ -11,7 +11,7 @@ A checkpoint is a dict of tensors, numbers, strings, lists and dicts only. It is
     partial      the running epoch's losses and times so far (mid-epoch saves)
     model, optimizer, best, mode (the batch stream's position), rng (one row per rank)
     best         also ``stale``: validation passes since the best one (early stopping)
-    schedule     the learning-rate schedule's state (scalegnn.train.optim.LRSchedule)
+    schedule     the learning-rate schedule's state (scalegnn.engine.optim.LRSchedule)
 
 ``best.pt`` holds ``format``, ``identity``, ``model``, ``epoch`` and ``val``. A checkpoint whose
 identity or parameter shapes differ from the run that loads it is refused with one line.

@@ -1,4 +1,4 @@
-"""The neighbourhood path of full-graph inference (see :mod:`scalegnn.train.evaluate`).
+"""The neighbourhood path of full-graph inference (see :mod:`scalegnn.engine.evaluate`).
 
 A matrix that is never held whole is a :class:`Rows`: its width and a function giving any set
 of its rows. Held matrices (the features, a layer's bases ``Â^o H``) are gathered from;
@@ -18,12 +18,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from scalegnn import memory
 from scalegnn.errors import DataError
 from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops import SparseAdj, spmm
-from scalegnn.train.evaluate import memory_budget, row_block
 
+BUDGET_FRACTION = 0.7   # of the available memory, for what the evaluation itself holds
 _TEMPS = 3   # a recomputed row exists ~3 times at once (hop terms, their tails, the concat)
+
+
+def memory_budget() -> int | None:
+    """:data:`BUDGET_FRACTION` of the available memory (None: unknown, anything fits)."""
+    avail = memory.available_memory()
+    return None if avail is None else int(BUDGET_FRACTION * avail)
 
 
 class Rows:
@@ -217,7 +224,7 @@ def neighbourhood_logits(model, adj: SparseAdj, h, embeddings: bool, *, batch_ro
         for s, e in _block_stops(adj.indptr, nnz_budget, batch_rows):
             own = src.fn(np.arange(s, e, dtype=np.int64))
             st["recomputed_rows"] += e - s
-            hop = _propagate(row_block(adj, s, e), src, cache, st)
+            hop = _propagate(adj.row_block(s, e), src, cache, st)
             z = g.combine([own @ g.weights[0], hop @ g.weights[1]])
             put(s, e, finish(z))
             st["blocks"] += 1

@@ -1,7 +1,7 @@
 """Optional per-epoch logs beside ``metrics.jsonl``: ``metrics.csv`` and TensorBoard events.
 
 Chosen by the config key ``params.loggers``: ``none`` (default), ``csv``, ``tensorboard`` or
-``csv+tensorboard``. The run directory (:class:`scalegnn.train.rundir.RunDir`) feeds every
+``csv+tensorboard``. The run directory (:class:`scalegnn.engine.rundir.RunDir`) feeds every
 epoch record it appends to ``metrics.jsonl`` to these loggers too, so every mode gets them.
 
 * ``csv``: ``metrics.csv``, one row per epoch, one column per flattened field
