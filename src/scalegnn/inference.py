@@ -46,8 +46,8 @@ from scalegnn.engine import checkpoint as ckpt
 from scalegnn.engine.metrics import compute_metrics
 from scalegnn.errors import ConfigError, DataError
 from scalegnn.io import atomic_open, atomic_save_npy, read_json_object, same_path
+from scalegnn.train.build import build_run_model, resolve_device
 from scalegnn.train.modes import mode_for
-from scalegnn.train.trainer import build_run_model, resolve_device
 
 OUTPUT_TYPES = (".npy", ".csv", ".parquet")
 SPLITS = ("train", "val", "test")

@@ -33,10 +33,11 @@ from scalegnn.dist.mode import DistributedMode
 from scalegnn.dist.partition import partition_dataset
 from scalegnn.dist.plan import PartitionPlan
 from scalegnn.engine.console import format_summary
-from scalegnn.engine.rundir import LOCK_ENV, RunDir
+from scalegnn.engine.rundir import COMMAND_ENV, LOCK_ENV, RunDir
 from scalegnn.errors import ConfigError, ScaleGNNError
 from scalegnn.threads import release_freed_memory, set_threads
-from scalegnn.train.trainer import COMMAND_ENV, Trainer, resolve_device
+from scalegnn.train import Trainer
+from scalegnn.train.build import resolve_device
 
 
 def add_parser(sub):

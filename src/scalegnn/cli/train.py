@@ -24,8 +24,9 @@ from scalegnn.features import should_map
 from scalegnn.io import read_json_object, same_path
 from scalegnn.report import write_report
 from scalegnn.threads import set_threads
+from scalegnn.train import Trainer
+from scalegnn.train.build import resolve_device
 from scalegnn.train.modes import mode_for
-from scalegnn.train.trainer import Trainer, resolve_device
 
 DEFAULT_DATA = "synthetic"
 

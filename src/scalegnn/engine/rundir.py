@@ -26,10 +26,16 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import platform
+import sys
+import time
 from pathlib import Path
 
+import numba
+import numpy as np
 import torch
 
+import scalegnn
 from scalegnn.engine.checkpoint import load_checkpoint
 from scalegnn.engine.loggers import open_loggers
 from scalegnn.errors import ConfigError
@@ -40,6 +46,7 @@ RUN_FILES = ("config.yml", "run.json", "metrics.jsonl", "best.pt", "last.pt", "s
              "report.png", "report.html", "metrics.csv")
 LOCK = ".lock"
 LOCK_ENV = "SCALEGNN_RUN_LOCKED"  # set by a launcher that holds the lock for its workers
+COMMAND_ENV = "SCALEGNN_COMMAND"  # set by launchers: the user's command line, \x1f-separated
 
 
 def holds_run(path) -> bool:
@@ -165,3 +172,21 @@ class RunDir:
 
     def load(self, name: str) -> dict:
         return load_checkpoint(self.file(name))
+
+
+def command_line() -> list[str]:
+    """The user's command: a launcher's (``SCALEGNN_COMMAND``) or this process's argv."""
+    cmd = os.environ.get(COMMAND_ENV)
+    return cmd.split("\x1f") if cmd else list(sys.argv)
+
+
+def run_info(mode, seed: int, device, extra: dict) -> dict:
+    """``run.json`` of a new run: mode, seed, threads, device, versions, host, command line,
+    the mode's own fields and ``extra`` (the CLI's data spec, split, threads...)."""
+    return {"mode": mode.name, "seed": seed, "torch_threads": torch.get_num_threads(),
+            "device": str(device), "world_size": mode.world,
+            "python": platform.python_version(), "torch": torch.__version__,
+            "numpy": np.__version__, "numba": numba.__version__,
+            "scalegnn": scalegnn.__version__, "host": platform.node(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "argv": command_line(),
+            "pid": os.getpid(), **mode.run_info(), **extra}

@@ -26,82 +26,25 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-import scalegnn
 from scalegnn.config import Config
 from scalegnn.engine import checkpoint as ckpt
 from scalegnn.engine.console import postfix, progress_bar
 from scalegnn.engine.jitclock import compile_seconds, compile_since
-from scalegnn.engine.memory_guard import check_training_memory
 from scalegnn.engine.mode import Mode
 from scalegnn.engine.optim import Adam, LRSchedule
-from scalegnn.engine.rundir import RunDir
+from scalegnn.engine.rundir import RunDir, command_line, run_info
 from scalegnn.errors import ConfigError, TrainingError
 from scalegnn.faults import crash_point
-from scalegnn.nn import build_model
-from scalegnn.nn.models import MODEL_OPTIONS
 from scalegnn.report import report_after_run
 from scalegnn.threads import keep_freed_memory, trim_heap
-from scalegnn.train.modes import GraphSAINTMode, mode_for
-
-COMMAND_ENV = "SCALEGNN_COMMAND"  # set by launchers: the user's command line, \x1f-separated
-
-def seed_everything(seed: int):
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
-
-
-def resolve_device(device) -> torch.device:
-    """``cpu``, ``cuda[:N]`` or ``auto``; one line when CUDA is asked for and absent."""
-    name = str(device or "cpu")
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(name)
-    except RuntimeError:
-        raise ConfigError(f"--device: {name!r} is not a device (cpu, cuda, cuda:N, auto)") from None
-    if dev.type not in ("cpu", "cuda"):
-        raise ConfigError(f"--device: {name!r} is not supported (cpu, cuda, cuda:N, auto)")
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ConfigError(f"--device {name}: CUDA is not available here (torch "
-                              f"{torch.__version__}, CUDA build: {torch.version.cuda or 'no'})")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ConfigError(f"--device {name}: only {torch.cuda.device_count()} CUDA devices")
-    return dev
-
-
-def build_run_model(mode: Mode, config: Config) -> torch.nn.Module:
-    """The model a run of ``mode`` trains with ``config`` (the mode's own, e.g. shaDow's, or the
-    zoo model of ``network``): the one builder of training and of inference from a run."""
-    net, params = config.network, config.params
-    return mode.build_model(net, params) or build_model(
-        mode.num_features, mode.num_classes, model=net["model"], hidden=net["dim"],
-        arch=net["arch"], aggr=net["aggr"], bias=net["bias"], act=net["act"],
-        dropout=params["dropout"], multilabel=mode.multilabel,
-        **{k: net[k] for k in MODEL_OPTIONS if k in net})
-
-
-def guard_memory(source, config: Config, force: bool = False) -> None:
-    """Refuse (DataError, one line) a single-process run (GraphSAINT or shaDow-GNN) whose
-    estimated peak memory (:func:`scalegnn.engine.memory_guard.estimate_training_memory`) exceeds the
-    available memory, unless ``force``. Distributed ranks (a prebuilt :class:`Mode`) hold
-    their own partitions: unchecked here."""
-    if isinstance(source, GraphSAINTMode):
-        dataset = source.dataset
-    elif isinstance(source, Mode):
-        return
-    else:
-        dataset = source
-    check_training_memory(dataset, config, force=force)
+from scalegnn.train.build import build_run_model, guard_memory, resolve_device, seed_everything
+from scalegnn.train.modes import mode_for
 
 
 class Trainer:
@@ -256,7 +199,7 @@ class Trainer:
                 for stale in ("best.pt", "summary.json", "report.png", "report.html"):
                     run.file(stale).unlink(missing_ok=True)
                 run.write_text("config.yml", cfg.to_yaml())
-                run.write_json("run.json", self._run_info())
+                run.write_json("run.json", run_info(self.mode, self.seed, self.device, self.extra_info))
                 run.truncate_metrics(0)
         best = start["best"]
         totals = start["totals"] or {"sample_s": 0.0, "compute_s": 0.0, "eval_s": 0.0,
@@ -387,9 +330,9 @@ class Trainer:
 
     def _note_resume(self, done: int):
         info = self.run.file("run.json")
-        data = json.loads(info.read_text()) if info.is_file() else self._run_info()
+        data = json.loads(info.read_text()) if info.is_file() else run_info(self.mode, self.seed, self.device, self.extra_info)
         data.setdefault("resumed", []).append({"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                               "epochs_done": done, "argv": _command_line()})
+                                               "epochs_done": done, "argv": command_line()})
         self.run.write_json("run.json", data)
 
     def _finished_summary(self) -> dict:
@@ -432,20 +375,3 @@ class Trainer:
                     f"{best.get('stale', 0)} validation passes since epoch {best['epoch']} "
                     f"(params.patience {self.config.params['patience']})")
         return f"finished: all {self.config.epochs} epochs"
-
-    def _run_info(self) -> dict:
-        import numba  # noqa: PLC0415
-
-        return {"mode": self.mode.name, "seed": self.seed,
-                "torch_threads": torch.get_num_threads(), "device": str(self.device),
-                "world_size": self.mode.world, "python": platform.python_version(),
-                "torch": torch.__version__, "numpy": np.__version__, "numba": numba.__version__,
-                "scalegnn": scalegnn.__version__, "host": platform.node(),
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "argv": _command_line(),
-                "pid": os.getpid(), **self.mode.run_info(), **self.extra_info}
-
-
-def _command_line() -> list[str]:
-    """The user's command: a launcher's (``SCALEGNN_COMMAND``) or this process's argv."""
-    cmd = os.environ.get(COMMAND_ENV)
-    return cmd.split("\x1f") if cmd else list(sys.argv)

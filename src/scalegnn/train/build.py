@@ -1,0 +1,66 @@
+"""What a run is built from before the loop starts: the device, the seeds, the model of a mode
+and config (the one builder of training and of inference from a run directory), and the memory
+guard of single-process runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from scalegnn.config import Config
+from scalegnn.engine.memory_guard import check_training_memory
+from scalegnn.engine.mode import Mode
+from scalegnn.errors import ConfigError
+from scalegnn.nn import build_model
+from scalegnn.nn.models import MODEL_OPTIONS
+from scalegnn.train.modes import GraphSAINTMode
+
+
+def seed_everything(seed: int):
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def resolve_device(device) -> torch.device:
+    """``cpu``, ``cuda[:N]`` or ``auto``; one line when CUDA is asked for and absent."""
+    name = str(device or "cpu")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"--device: {name!r} is not a device (cpu, cuda, cuda:N, auto)") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ConfigError(f"--device: {name!r} is not supported (cpu, cuda, cuda:N, auto)")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--device {name}: CUDA is not available here (torch "
+                              f"{torch.__version__}, CUDA build: {torch.version.cuda or 'no'})")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(f"--device {name}: only {torch.cuda.device_count()} CUDA devices")
+    return dev
+
+
+def build_run_model(mode: Mode, config: Config) -> torch.nn.Module:
+    """The model a run of ``mode`` trains with ``config`` (the mode's own, e.g. shaDow's, or the
+    zoo model of ``network``): the one builder of training and of inference from a run."""
+    net, params = config.network, config.params
+    return mode.build_model(net, params) or build_model(
+        mode.num_features, mode.num_classes, model=net["model"], hidden=net["dim"],
+        arch=net["arch"], aggr=net["aggr"], bias=net["bias"], act=net["act"],
+        dropout=params["dropout"], multilabel=mode.multilabel,
+        **{k: net[k] for k in MODEL_OPTIONS if k in net})
+
+
+def guard_memory(source, config: Config, force: bool = False) -> None:
+    """Refuse (DataError, one line) a single-process run (GraphSAINT or shaDow-GNN) whose
+    estimated peak memory (:func:`scalegnn.engine.memory_guard.estimate_training_memory`) exceeds the
+    available memory, unless ``force``. Distributed ranks (a prebuilt :class:`Mode`) hold
+    their own partitions: unchecked here."""
+    if isinstance(source, GraphSAINTMode):
+        dataset = source.dataset
+    elif isinstance(source, Mode):
+        return
+    else:
+        dataset = source
+    check_training_memory(dataset, config, force=force)
