@@ -4,7 +4,7 @@ The script runs the two commands below, then reads the run directory. It also re
 training in one process (plain full-batch PyTorch) to show that, with every boundary node kept
 (``boundary_p: 1``), the 2 ranks compute the same losses as full-batch training::
 
-    scalegnn partition planted:nodes=2000,classes=4,features=16 --parts 2 --method gp \
+    scalegnn partition make planted:nodes=2000,classes=4,features=16 --parts 2 --method gp \
         --out PLAN --report
     scalegnn dist-train --nprocs 2 --plan PLAN --config dist.yml --out RUN --no-progress
 
@@ -67,7 +67,7 @@ def scalegnn_cli(*argv):
 # ---------------------------------------------------------------------------------------------
 method = "gp" if importlib.util.find_spec("pymetis") else "rp"
 plan_dir = out / "plan"
-printed = scalegnn_cli("partition", DATA, "--parts", RANKS, "--method", method,
+printed = scalegnn_cli("partition", "make", DATA, "--parts", RANKS, "--method", method,
                        "--out", plan_dir, "--report")
 totals = json.loads(printed.splitlines()[0])   # first line: JSON; then the --report table
 print(f"partition ({method}): {RANKS} parts, rows exchanged per graph layer: "

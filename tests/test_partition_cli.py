@@ -1,5 +1,5 @@
-"""CLI: ``scalegnn partition ... --report``, ``partition compare`` (JSON + PNG), ``partition shp``
-and their one-line refusals."""
+"""CLI: ``scalegnn partition make ... --report`` (also as ``partition DATA ...``), ``partition
+compare`` (JSON + PNG), ``partition shp``, their help and their one-line refusals."""
 
 from __future__ import annotations
 
@@ -63,12 +63,40 @@ def test_partition_shp_cli(tmp_path, capsys):
     assert row["nets"] >= row["nets_needed"] and row["hp_volume"] >= 0 and row["shp_volume"] >= 0
 
 
+def test_make_is_the_default_subcommand(tmp_path, capsys):
+    """``partition DATA ...`` (options before or after DATA) is ``partition make DATA ...``."""
+    outs = []
+    for argv in (["partition", "make", DATA, "--parts", "2", "--method", "rp", "--report"],
+                 ["partition", DATA, "--parts", "2", "--method", "rp", "--report"],
+                 ["partition", "--parts", "2", DATA, "--method", "rp", "--report"]):
+        assert cli_main(argv) == 0
+        outs.append(json.loads(capsys.readouterr().out.splitlines()[0]))
+    assert outs[0]["report"]["volume_total"] == outs[1]["report"]["volume_total"] \
+        == outs[2]["report"]["volume_total"]
+
+
+@pytest.mark.parametrize("form", ["make", "compare", "shp"])
+def test_each_subcommand_has_its_help(form, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli_main(["partition", form, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: scalegnn partition {form}") and "--parts" in out
+    assert ("--methods" in out) == (form == "compare") and ("--theta" in out) == (form == "shp")
+
+
+def test_partition_alone_lists_its_subcommands(capsys):
+    assert cli_main(["partition"]) == 2
+    assert "{make,compare,shp}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv,msg", [
     (["partition", DATA, "--parts", "2", "--method", "kahip", "--out", "x"], "--method"),
     (["partition", DATA, "--parts", "2"], "--out"),
     (["partition", DATA, "--parts", "2,4", "--report"], "--parts"),
     (["partition", "compare", DATA, "--methods", "hp:cut", "--parts", "2"], "--methods"),
     (["partition", "compare", "--parts", "2"], "missing DATA"),
+    (["partition", "make", "--parts", "2", "--report"], "missing DATA"),
     (["partition", "shp", DATA, "--parts", "2", "--budget", "num_root"], "--budget"),
     (["partition", "shp", DATA, "--parts", "2", "--theta", "0"], "--theta"),
 ])

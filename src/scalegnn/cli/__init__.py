@@ -38,6 +38,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
         argv = ["train"]  # `scalegnn` alone trains on the built-in synthetic default
+    argv = partition.with_default_subcommand(argv)
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

@@ -1,6 +1,7 @@
-"""``scalegnn partition``: partition a dataset into a plan folder, measure partitions.
+"""``scalegnn partition make|compare|shp``: partition a dataset into a plan folder, measure
+partitions (``scalegnn partition DATA ...`` is ``partition make DATA ...``).
 
-* ``partition DATA --parts K --method hp|gp|rp --out PLAN [--report]`` — write a plan; with
+* ``partition make DATA --parts K --method hp|gp|rp --out PLAN [--report]`` — write a plan; with
   ``--report`` also print its exact accounting (volume and messages avg/max per layer, compute
   imbalance, partitioning time). ``--report`` without ``--out`` only measures.
 * ``partition compare DATA --methods hp,gp,rp --parts 4,8,16,32 --out T.json [--plot T.png]`` —
@@ -13,7 +14,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from scalegnn.dist.compare import (compare, format_table, method_spec, parse_list, plot, report_row,
@@ -23,56 +23,123 @@ from scalegnn.dist.partition import canonical, partition_dataset
 from scalegnn.dist.shp import compare_shp, parse_budget, plot_shp
 from scalegnn.errors import ConfigError
 
-_FORMS = ("compare", "shp")
+SUBCOMMANDS = ("make", "compare", "shp")
 
 
 def add_parser(sub):
-    p = sub.add_parser("partition", help="partition a dataset into a plan folder for dist-train; "
-                                         "'partition compare' / 'partition shp' measure methods")
-    p.add_argument("data", help="dataset path or generator spec (e.g. kronecker:17:16), or "
-                                "'compare' / 'shp' followed by the dataset")
-    p.add_argument("data2", nargs="?", help=argparse.SUPPRESS)
-    p.add_argument("--parts", required=True,
-                   help="number of parts (= ranks); compare/shp: a comma list, e.g. 4,8,16,32")
-    p.add_argument("--method", default="gp",
-                   help="hp (hypergraph, Mt-KaHyPar: minimal volume), gp (METIS graph model; "
-                        "alias metis) or rp (random rows; alias random)")
-    p.add_argument("--methods", default="hp,gp,rp",
-                   help="compare: methods to compare (gp:cut / gp:vol pick METIS' objective)")
-    p.add_argument("--gp-objective", default="vol",
-                   help="METIS objective for gp: vol (communication volume) or cut (edge cut, "
-                        "the graph model of Demirci et al. / DistDGL)")
-    p.add_argument("--out", help="plan folder to write (compare/shp: JSON table)")
-    p.add_argument("--report", action="store_true",
-                   help="print the exact volume / messages / imbalance / time of the partition")
-    p.add_argument("--plot", help="compare/shp: PNG plot to write")
+    p = sub.add_parser("partition", help="partition a dataset into a plan folder for dist-train "
+                                         "(make), or measure partitioners (compare, shp)",
+                       description="Partition a dataset for dist-train, or measure partitioners. "
+                                   "`scalegnn partition DATA ...` is `scalegnn partition make "
+                                   "DATA ...`.")
+    forms = p.add_subparsers(dest="partition_command", metavar="{make,compare,shp}",
+                             parser_class=type(p))
+    make = forms.add_parser("make", help="write a plan folder (and/or --report its exact "
+                                         "accounting)",
+                            description="Partition DATA into --parts parts and write the plan "
+                                        "that dist-train reads; --report prints its exact "
+                                        "accounting (without --out: only measures).")
+    _data(make)
+    make.add_argument("--parts", required=True, help="number of parts (= ranks)")
+    make.add_argument("--method", default="gp",
+                      help="hp (hypergraph, Mt-KaHyPar: minimal volume), gp (METIS graph model; "
+                           "alias metis) or rp (random rows; alias random)")
+    make.add_argument("--out", help="plan folder to write")
+    make.add_argument("--report", action="store_true",
+                      help="print the exact volume / messages / imbalance / time of the "
+                           "partition")
+    _partitioner(make)
+    make.set_defaults(func=run)
+    compare_p = forms.add_parser("compare", help="the accounting table of several methods and "
+                                                 "part counts (JSON + PNG)",
+                                 description="Partition DATA with every method and part count "
+                                             "and report volume, messages and imbalance.")
+    _data(compare_p)
+    compare_p.add_argument("--parts", required=True, help="comma list of part counts, e.g. "
+                                                          "4,8,16,32")
+    compare_p.add_argument("--methods", default="hp,gp,rp",
+                           help="methods to compare (gp:cut / gp:vol pick METIS' objective)")
+    compare_p.add_argument("--out", help="JSON table to write")
+    compare_p.add_argument("--plot", help="PNG plot to write")
+    _partitioner(compare_p)
+    compare_p.set_defaults(func=run_compare)
+    shp = forms.add_parser("shp", help="expected minibatch communication under HP vs SHP "
+                                       "(stochastic hypergraph)",
+                           description="Expected communication volume of fresh random "
+                                       "minibatches under a hypergraph (HP) and a stochastic "
+                                       "hypergraph (SHP) partition.")
+    _data(shp)
+    shp.add_argument("--parts", required=True, help="comma list of part counts, e.g. 4,8")
+    shp.add_argument("--sampler", default="rw", help="GraphSAINT sampler (node, edge, rw)")
+    shp.add_argument("--budget", default="num_root=500,depth=2",
+                     help="sampler budget as key=value pairs")
+    shp.add_argument("--theta", type=float, default=0.1, help="Hoeffding error θ")
+    shp.add_argument("--delta", type=float, default=0.5, help="Hoeffding confidence 1-δ")
+    shp.add_argument("--min-batches", type=int, default=200,
+                     help="sample at least this many minibatches even when the Hoeffding bound "
+                          "asks for fewer (default 200)")
+    shp.add_argument("--no-prior", dest="prior", action="store_false",
+                     help="partition the sampled nets alone, without the full graph's nets "
+                          "(Algorithm 3 as published)")
+    shp.add_argument("--eval-batches", type=int, default=200,
+                     help="fresh minibatches the expected volume is averaged over")
+    shp.add_argument("--out", help="JSON table to write")
+    shp.add_argument("--plot", help="PNG plot to write")
+    _partitioner(shp, hp_only=True)
+    shp.set_defaults(func=run_shp)
+    p.set_defaults(func=lambda args: _no_form(p))
+
+
+def with_default_subcommand(argv: list[str]) -> list[str]:
+    """``partition DATA ...`` (the form before the subcommands) is ``partition make DATA ...``."""
+    for i, a in enumerate(argv):
+        if a == "partition":
+            rest = argv[i + 1:]
+            if rest and rest[0] not in (*SUBCOMMANDS, "-h", "--help"):
+                return argv[:i + 1] + ["make"] + rest
+            break
+        if not a.startswith("-"):
+            break  # another command
+    return argv
+
+
+def _no_form(parser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _data(p):
+    p.add_argument("data", nargs="?", help="dataset path or generator spec (e.g. kronecker:17:16)")
+
+
+def _partitioner(p, hp_only: bool = False):
+    """The partitioners' own settings (METIS' only where GP can run)."""
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--imbalance", type=float, default=0.01,
-                   help="allowed compute imbalance ε (max part weight <= (1+ε) avg), HP and GP")
+                   help="allowed compute imbalance ε (max part weight <= (1+ε) avg)")
     p.add_argument("--preset", default="deterministic",
                    help="Mt-KaHyPar preset for hp: deterministic (reproducible), default, "
                         "quality, highest_quality")
     p.add_argument("--threads", type=int, default=None, help="Mt-KaHyPar threads (default: all)")
+    if hp_only:
+        p.set_defaults(weights="degree", metis_max_entries=1 << 25, gp_objective="vol")
+        return
+    p.add_argument("--gp-objective", default="vol",
+                   help="METIS objective for gp: vol (communication volume) or cut (edge cut, "
+                        "the graph model of Demirci et al. / DistDGL)")
     p.add_argument("--weights", default="degree",
                    help="METIS vertex weights: degree (deg+1, balances SpMM work) or nodes "
                         "(balances rows: feature memory and dense GEMMs)")
     p.add_argument("--metis-max-entries", type=int, default=1 << 25,
-                   help="sparsify larger graphs before METIS / Mt-KaHyPar (memory); "
-                        "the plan always uses the full graph")
-    p.add_argument("--sampler", default="rw", help="shp: GraphSAINT sampler (node, edge, rw)")
-    p.add_argument("--budget", default="num_root=500,depth=2",
-                   help="shp: sampler budget as key=value pairs")
-    p.add_argument("--theta", type=float, default=0.1, help="shp: Hoeffding error θ")
-    p.add_argument("--delta", type=float, default=0.5, help="shp: Hoeffding confidence 1-δ")
-    p.add_argument("--min-batches", type=int, default=200,
-                   help="shp: sample at least this many minibatches even when the Hoeffding "
-                        "bound asks for fewer (default 200)")
-    p.add_argument("--no-prior", dest="prior", action="store_false",
-                   help="shp: partition the sampled nets alone, without the full graph's nets "
-                        "(Algorithm 3 as published)")
-    p.add_argument("--eval-batches", type=int, default=200,
-                   help="shp: fresh minibatches the expected volume is averaged over")
-    p.set_defaults(func=run)
+                   help="sparsify larger graphs before METIS / Mt-KaHyPar (memory); the plan "
+                        "always uses the full graph")
+
+
+def _dataset(args):
+    if not args.data:
+        raise ConfigError(f"partition {args.partition_command}: missing DATA (a dataset path "
+                          f"or spec)")
+    return load(args.data, seed=args.seed)
 
 
 def _kw(args) -> dict:
@@ -82,13 +149,6 @@ def _kw(args) -> dict:
 
 
 def run(args) -> int:
-    if args.data in _FORMS:
-        if not args.data2:
-            raise ConfigError(f"partition {args.data}: missing DATA (a dataset path or spec)")
-        return run_compare(args) if args.data == "compare" else run_shp(args)
-    if args.data2:
-        raise ConfigError(f"partition: unexpected argument {args.data2!r} (forms: "
-                          f"'partition DATA', 'partition compare DATA', 'partition shp DATA')")
     canonical(args.method)
     try:
         parts = int(args.parts)
@@ -96,7 +156,7 @@ def run(args) -> int:
         raise ConfigError(f"--parts: expected one integer, got {args.parts!r}") from None
     if not args.out and not args.report:
         raise ConfigError("partition: --out PLAN is required (or --report to only measure)")
-    ds = load(args.data, seed=args.seed)
+    ds = _dataset(args)
     row, a = report_row(ds.graph, args.method, parts, seed=args.seed, **_kw(args))
     out = {"method": row["method"], "parts": parts}
     if args.out:
@@ -118,7 +178,7 @@ def run_compare(args) -> int:
     for m in methods:
         method_spec(m)                           # refuse a bad name before loading data
     parts = parse_list(args.parts, "--parts", int)
-    ds = load(args.data2, seed=args.seed)
+    ds = _dataset(args)
     res = compare(ds, methods, parts, seed=args.seed, **_kw(args),
                   log=lambda r: print(json.dumps({k: r[k] for k in r if k not in (
                       "sent", "recv", "messages", "compute_load")}), flush=True))
@@ -129,7 +189,7 @@ def run_compare(args) -> int:
 
 def run_shp(args) -> int:
     parts = parse_list(args.parts, "--parts", int)
-    ds = load(args.data2, seed=args.seed)
+    ds = _dataset(args)
     res = compare_shp(ds, parts, sampler=args.sampler, budget=parse_budget(args.budget),
                       theta=args.theta, delta=args.delta, eval_batches=args.eval_batches,
                       seed=args.seed, imbalance=args.imbalance, preset=args.preset,

@@ -352,7 +352,7 @@ def _read_meta(root: Path) -> dict:
     meta_path = root / "plan.json"
     if not meta_path.is_file():
         raise PlanError(f"{root}: not a partition plan (no plan.json); create one with "
-                        f"`scalegnn partition DATA --parts K --out {root}`")
+                        f"`scalegnn partition make DATA --parts K --out {root}`")
     try:
         meta = json.loads(meta_path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
