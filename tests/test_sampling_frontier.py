@@ -10,6 +10,7 @@ from scipy import stats
 from scalegnn.graph import Graph
 from scalegnn.sampling import make_sampler
 from scalegnn.sampling import reference as R
+from scalegnn.sampling._frontier_kernels import frontier_trace
 
 
 def skewed_graph(n=120, m=500, seed=0):
@@ -133,12 +134,11 @@ def test_huge_degree_node_gets_remaining_slots():
 
 def test_int16_and_int32_dashboard_give_the_same_run():
     """The DB dtype (int16 tile ids when size_frontier < 2^15, else int32) changes no draw."""
-    from scalegnn.sampling import _kernels as K
     g = skewed_graph()
     s = make_sampler("mrw", g, np.arange(g.num_nodes), {"size_subgraph": 90, "size_frontier": 30})
     assert s._db_proto.dtype == np.int16
     mark = np.full(g.num_nodes, -1, dtype=np.int32)
-    runs = [K.frontier_trace(g.indptr, g.indices, s.nodes, s.m, s.n, 0, s.eta, s.db_size, 7,
-                             mark, np.empty(0, dt)) for dt in (np.int16, np.int32)]
+    runs = [frontier_trace(g.indptr, g.indices, s.nodes, s.m, s.n, 0, s.eta, s.db_size, 7,
+                           mark, np.empty(0, dt)) for dt in (np.int16, np.int32)]
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])

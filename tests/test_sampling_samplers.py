@@ -7,8 +7,9 @@ from scipy import stats
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
 from scalegnn.sampling import SAMPLERS, Sampler, make_sampler
-from scalegnn.sampling import _kernels as K
 from scalegnn.sampling import reference as R
+from scalegnn.sampling._induce_kernels import add_counts
+from scalegnn.sampling._random_kernels import alias_draws, build_alias
 
 BUDGETS = {"node": {"size_subgraph": 60}, "edge": {"size_subg_edge": 40},
            "rw": {"num_root": 20, "depth": 2}, "mrw": {"size_subgraph": 80, "size_frontier": 20},
@@ -80,7 +81,7 @@ def test_ids_are_int32_and_usable_by_consumers():
                                       d[sub.transpose_perm.astype(np.int64)])
         np.testing.assert_array_equal(vals[sub.edge_ids], vals[sub.edge_ids.astype(np.int64)])
         counts = np.zeros(g.num_edges, dtype=np.int64)
-        K.add_counts(counts, sub.edge_ids)
+        add_counts(counts, sub.edge_ids)
         np.testing.assert_array_equal(counts, np.bincount(sub.edge_ids, minlength=g.num_edges))
 
 
@@ -145,8 +146,8 @@ def test_full_sampler_is_the_node_set():
 # ------------------------------------------------------------------ distributions
 def test_alias_table_draw_frequencies():
     w = np.array([5.0, 0.0, 1.0, 3.0, 0.5, 10.0])
-    prob, alias = K.build_alias(w)
-    draws = K.alias_draws(prob, alias, 200_000, 7)
+    prob, alias = build_alias(w)
+    draws = alias_draws(prob, alias, 200_000, 7)
     counts = np.bincount(draws, minlength=w.size)
     assert counts[1] == 0
     keep = w > 0

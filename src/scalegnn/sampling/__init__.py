@@ -1,6 +1,8 @@
 """GraphSAINT sampling: samplers (SPEC §1.1), normalization (§1.2), parallel engine and
-prefetching loader (§2). numba kernels live in ``_kernels.py``; slow references in
-``reference.py`` (tests only)."""
+prefetching loader (§2). numba kernels live in ``_sample_kernels.py`` (the samplers' draws),
+``_random_kernels.py`` (uniform and alias draws), ``_frontier_kernels.py`` (the frontier
+sampler's Dashboard) and ``_induce_kernels.py`` (induced subgraphs, normalization counts); slow
+references in ``reference.py`` (tests only)."""
 
 from scalegnn.sampling.samplers import SAMPLERS, Sampler, Subgraph, make_sampler
 from scalegnn.sampling.normalization import Normalization

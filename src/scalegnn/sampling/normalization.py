@@ -21,9 +21,9 @@ import time
 import numpy as np
 
 from scalegnn.errors import ConfigError
-from scalegnn.sampling import _kernels as K
-from scalegnn.sampling.samplers import Sampler, Subgraph
 from scalegnn.faults import crash_point
+from scalegnn.sampling._induce_kernels import add_counts
+from scalegnn.sampling.samplers import Sampler, Subgraph
 
 MAX_MULTIPLIER = 1e4
 NAN_MULTIPLIER = 0.1
@@ -83,8 +83,8 @@ class Normalization:
         subs, count, kept_bytes = [], 0, 0
         for s in _presample(sampler, coverage * sampler.nodes.size, seed, num_threads,
                             clip_multiple):
-            K.add_counts(cv, s.nodes)
-            K.add_counts(ce, s.edge_ids)
+            add_counts(cv, s.nodes)
+            add_counts(ce, s.edge_ids)
             count += 1
             crash_point("presample")
             if len(subs) == count - 1 and kept_bytes + s.nbytes <= budget:

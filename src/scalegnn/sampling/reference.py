@@ -2,7 +2,7 @@
 
 Plain numpy with a ``numpy.random.Generator``; each returns the sorted unique node set (and the
 frontier reference also its pop trace). Distributions match the fast kernels in
-``_kernels.py``, random streams do not.
+the ``_*_kernels.py`` modules, random streams do not.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ A sampler holds one graph (symmetric pattern, sorted rows) and the node set to s
 ``sample(count, seed)`` returns ``count`` node-induced subgraphs; subgraph ``start + i`` of a
 seed always uses the random stream derived from ``(seed, start + i)``, so results are identical
 whatever ``num_threads`` is, and consecutive calls with ``start`` advanced continue the stream.
-The numba kernels live in ``_kernels.py``; slow references for tests in ``reference.py``.
+The numba kernels live in the ``_*_kernels.py`` modules; slow references for tests in
+``reference.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ import numpy as np
 
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph, index_dtype
-from scalegnn.sampling import _kernels as K
+from scalegnn.sampling._frontier_kernels import frontier_trace
+from scalegnn.sampling._induce_kernels import fill_induced
+from scalegnn.sampling._random_kernels import build_alias
+from scalegnn.sampling._sample_kernels import (sample_edge, sample_frontier, sample_full,
+                                               sample_node, sample_rw)
 
 # GraphSAINT `phase` keys that are not budgets; accepted and ignored by make_sampler
 PHASE_KEYS = ("sampler", "end", "eval_val_every", "sample_coverage")
@@ -213,9 +218,9 @@ class Sampler:
         perm_dtype = np.int32 if int(ne.max()) <= np.iinfo(np.int32).max else np.int64
         out_perm = np.empty(tot_e, dtype=perm_dtype)
         out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
-        K.fill_induced(self.graph.indptr, self.graph.indices, nodes_buf, rowcnt, nv, node_off,
-                       edge_off, bits, mark, vals, scale, inv_degree, out_nodes, out_indptr,
-                       out_indices, out_eids, out_perm, out_data)
+        fill_induced(self.graph.indptr, self.graph.indices, nodes_buf, rowcnt, nv, node_off,
+                     edge_off, bits, mark, vals, scale, inv_degree, out_nodes, out_indptr,
+                     out_indices, out_eids, out_perm, out_data)
         subs = []
         for i in range(count):
             a, b = int(node_off[i]), int(node_off[i + 1])
@@ -261,15 +266,15 @@ class NodeSampler(Sampler):
         deg = self.graph.degrees()[self.nodes].astype(np.float64)
         if deg.sum() <= 0:
             raise GraphError("sampler 'node': every node to sample from has degree 0")
-        self.prob, self.alias = K.build_alias(deg)
+        self.prob, self.alias = build_alias(deg)
         p = deg / deg.sum()
         self.expected_size = float(np.sum(-np.expm1(self.n * np.log1p(-np.minimum(p, 1 - 1e-16)))))
         self.cap = self.n
         self.size_budget = float(self.n)
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_node(self.graph.indptr, self.graph.indices, self.nodes, self.prob,
-                      self.alias, self.n, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
+        sample_node(self.graph.indptr, self.graph.indices, self.nodes, self.prob,
+                    self.alias, self.n, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
 
 
 class EdgeSampler(Sampler):
@@ -292,7 +297,7 @@ class EdgeSampler(Sampler):
             raise GraphError("sampler 'edge': the node set to sample from has no edges")
         inv = 1.0 / np.maximum(g.degrees(), 1).astype(np.float64)
         w = inv[self.eu] + inv[self.ev]
-        self.prob, self.alias = K.build_alias(w)
+        self.prob, self.alias = build_alias(w)
         p = w / w.sum()
         q = np.bincount(self.eu, p, g.num_nodes) + np.bincount(self.ev, p, g.num_nodes)
         q = q[q > 0]
@@ -301,9 +306,9 @@ class EdgeSampler(Sampler):
         self.size_budget = float(2 * self.m)
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_edge(self.graph.indptr, self.graph.indices, self.eu, self.ev,
-                      self.prob, self.alias, self.m, seeds, clip, bits, mark, nodes_buf, rowcnt,
-                      nv, ne)
+        sample_edge(self.graph.indptr, self.graph.indices, self.eu, self.ev,
+                    self.prob, self.alias, self.m, seeds, clip, bits, mark, nodes_buf, rowcnt,
+                    nv, ne)
 
 
 class RandomWalkSampler(Sampler):
@@ -321,8 +326,8 @@ class RandomWalkSampler(Sampler):
         self.expected_size = float(min(self.cap, self.graph.num_nodes))
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_rw(self.graph.indptr, self.graph.indices, self.nodes, self.r,
-                    self.h, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
+        sample_rw(self.graph.indptr, self.graph.indices, self.nodes, self.r,
+                  self.h, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
 
 
 class FrontierSampler(Sampler):
@@ -369,18 +374,18 @@ class FrontierSampler(Sampler):
         return float((deg * pins).sum() / max(deg.sum(), 1.0))
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_frontier(self.graph.indptr, self.graph.indices, self.nodes, self.m,
-                          self.n, self.max_deg, self.eta, self.db_size, seeds, clip, bits, mark,
-                          nodes_buf, rowcnt, nv, ne, self._db_proto)
+        sample_frontier(self.graph.indptr, self.graph.indices, self.nodes, self.m,
+                        self.n, self.max_deg, self.eta, self.db_size, seeds, clip, bits, mark,
+                        nodes_buf, rowcnt, nv, ne, self._db_proto)
 
     def trace(self, seed: int):
         """(V_s entries in order: m frontier nodes then each added one, popped nodes) of one
         run with ``seed`` — for tests of the pop distribution."""
         with self._lock:
             mark = self._scratch(1)[1][0]
-            return K.frontier_trace(self.graph.indptr, self.graph.indices, self.nodes, self.m,
-                                    self.n, self.max_deg, self.eta, self.db_size,
-                                    int(stream_seeds(seed, 0, 1)[0]), mark, self._db_proto)
+            return frontier_trace(self.graph.indptr, self.graph.indices, self.nodes, self.m,
+                                  self.n, self.max_deg, self.eta, self.db_size,
+                                  int(stream_seeds(seed, 0, 1)[0]), mark, self._db_proto)
 
 
 class FullSampler(Sampler):
@@ -395,8 +400,8 @@ class FullSampler(Sampler):
         self.expected_size = float(self.nodes.size)
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
-        K.sample_full(self.graph.indptr, self.graph.indices, self.nodes, seeds, clip,
-                      bits, mark, nodes_buf, rowcnt, nv, ne)
+        sample_full(self.graph.indptr, self.graph.indices, self.nodes, seeds, clip,
+                    bits, mark, nodes_buf, rowcnt, nv, ne)
 
 
 SAMPLERS = {cls.name: cls for cls in (NodeSampler, EdgeSampler, RandomWalkSampler,

@@ -17,7 +17,7 @@ import numba as nb
 import numpy as np
 
 from scalegnn.ops._kernels import _prefetch
-from scalegnn.sampling._kernels import _randint
+from scalegnn.sampling._random_kernels import _randint
 
 _JIT = dict(nogil=True, cache=True)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)

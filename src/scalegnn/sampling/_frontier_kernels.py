@@ -1,0 +1,177 @@
+"""numba kernels of the frontier (MRW) sampler's Dashboard (journal Alg. 3/4, SPEC §2.1).
+
+``frontier_state`` allocates one worker's Dashboard arrays, ``frontier_dashboard`` runs one
+frontier walk into a subgraph's node buffer (called per subgraph by
+``_sample_kernels.sample_frontier``), ``frontier_trace`` runs one walk with its pop trace for
+the tests.
+"""
+
+import numba as nb
+import numpy as np
+
+from scalegnn.sampling._random_kernels import _randint
+
+_JIT = dict(nogil=True, cache=True)
+
+
+@nb.njit(**_JIT)
+def _pins(indptr, v, max_deg):
+    d = indptr[v + 1] - indptr[v]
+    if max_deg > 0 and d > max_deg:
+        return max_deg
+    return d
+
+
+@nb.njit(**_JIT)
+def _uniform_subset(nodes, m, buf, mark):
+    """m distinct entries of ``nodes`` (unique ids) uniformly, into buf[:m]."""
+    nn = nodes.shape[0]
+    if 2 * m <= nn:  # rejection on the mark map: O(m) expected, no O(|V|) work
+        k = 0
+        while k < m:
+            v = nodes[_randint(nn)]
+            if mark[v] < 0:
+                mark[v] = 0
+                buf[k] = v
+                k += 1
+        for j in range(m):
+            mark[buf[j]] = -1
+    else:  # dense case: partial Fisher-Yates over a copy of the positions
+        perm = np.arange(nn)
+        for j in range(m):
+            t = j + _randint(nn - j)
+            tmp = perm[j]
+            perm[j] = perm[t]
+            perm[t] = tmp
+            buf[j] = nodes[perm[j]]
+
+
+@nb.njit(**_JIT)
+def frontier_state(m, n, db_size, db_proto):
+    """Dashboard arrays: DB, DB for cleanup, IA (start, alive), tiles (node, start, end, IA
+    index), pop trace. Need no clearing between runs: a run only reads what it wrote.
+
+    DB holds tile ids in [-1, m) with the dtype of ``db_proto`` (int16 when m < 2^15: DB is
+    eta*m*d entries, ~11 MB as int32 for the PPI budget on R-MAT, and every pop/add writes a
+    node's pins, so halving it halves the Dashboard's memory traffic)."""
+    steps = max(n - m, 0)
+    return (np.empty(db_size, dtype=db_proto.dtype), np.empty(db_size, dtype=db_proto.dtype),
+            np.empty(n + 2, dtype=np.int64), np.empty(n + 2, dtype=np.bool_),
+            np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64),
+            np.empty(m, dtype=np.int64), np.empty(steps, dtype=np.int64))
+
+
+@nb.njit(**_JIT)
+def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, mark, state):
+    """Frontier sampling with the pin/tile Dashboard (journal Alg. 3/4, SPEC §2.1).
+
+    FS: m nodes uniform without replacement from ``nodes`` -> buf[:m]. Then n-m times: pop
+    u ∈ FS with P ∝ pins(u) = min(deg(u), max_deg) by probing DB uniformly until a live pin is
+    hit, replace u by a uniform neighbour u' (appended to buf; popped node to state[-1]).
+    DB[k] = tile id (-1 = NULL); tile t = (node, pin start, pin end, IA index); IA = (start,
+    alive) per appended node, ``ia_start[cnt]`` = used DB entries. When u' does not fit, or
+    when fewer than 1/eta of the used entries would be live, CLEANUP compacts live pins into a
+    fresh DB (masked prefix sum over IA); if u' still does not fit, it gets all remaining
+    slots. A node with 0 pins has no IA entry and is never popped; if no
+    live pin is left the walk stops early. Returns the number of entries written to ``buf``.
+    """
+    _uniform_subset(nodes, m, buf, mark)
+    init = 0
+    for i in range(m):
+        init += _pins(indptr, buf[i], max_deg)
+    db, db_new, ia_start, ia_alive, t_node, t_start, t_end, t_ia, pops = state
+    size = max(db_size, np.int64(eta * init) + 1)  # DB must hold the initial frontier
+    if db.shape[0] < size:
+        db = np.empty(size, dtype=db.dtype)
+        db_new = np.empty(size, dtype=db.dtype)
+    used = 0
+    cnt = 0
+    for t in range(m):
+        v = buf[t]
+        p = _pins(indptr, v, max_deg)
+        t_node[t] = v
+        t_start[t] = 0
+        t_end[t] = 0
+        t_ia[t] = -1
+        if p > 0:
+            ia_start[cnt] = used
+            ia_alive[cnt] = True
+            t_start[t] = used
+            t_end[t] = used + p
+            t_ia[t] = cnt
+            db[used:used + p] = t
+            used += p
+            cnt += 1
+    ia_start[cnt] = used
+    live = used
+    k = m
+    for step in range(n - m):
+        if live == 0:
+            break
+        # POP: uniform probes over the used part of DB until a live pin is hit
+        while True:
+            t = db[_randint(used)]
+            if t >= 0:
+                break
+        vpop = t_node[t]
+        db[t_start[t]:t_end[t]] = -1
+        ia_alive[t_ia[t]] = False
+        live -= t_end[t] - t_start[t]
+        pops[step] = vpop
+        d = indptr[vpop + 1] - indptr[vpop]
+        vnew = indices[indptr[vpop] + _randint(d)]
+        buf[k] = vnew
+        k += 1
+        p = _pins(indptr, vnew, max_deg)
+        # CLEANUP when DB is full, or when live pins would fall below 1/eta of the used part
+        # (the paper's average valid ratio, which bounds the expected probes per pop by eta)
+        if used + p > size or used + p > eta * (live + p):
+            # CLEANUP: new offsets = prefix sum of pin counts masked by the alive flags
+            nu = 0
+            nc = 0
+            for j in range(cnt):
+                if ia_alive[j]:
+                    a = ia_start[j]
+                    b = ia_start[j + 1]
+                    tt = db[a]
+                    db_new[nu:nu + b - a] = tt
+                    t_start[tt] = nu
+                    t_end[tt] = nu + b - a
+                    t_ia[tt] = nc
+                    ia_start[nc] = nu  # nc <= j: entries j, j+1 were read already
+                    nu += b - a
+                    nc += 1
+            ia_alive[:nc] = True
+            ia_alive[nc:cnt + 1] = False
+            ia_start[nc] = nu
+            tmp = db
+            db = db_new
+            db_new = tmp
+            used = nu
+            cnt = nc
+            if used + p > size:
+                p = size - used  # "more pins than DB holds": all remaining slots
+        # ADD: reuse the popped tile for vnew
+        t_node[t] = vnew
+        t_ia[t] = -1
+        if p > 0:
+            t_start[t] = used
+            t_end[t] = used + p
+            t_ia[t] = cnt
+            ia_alive[cnt] = True
+            db[used:used + p] = t
+            used += p
+            live += p
+            cnt += 1
+            ia_start[cnt] = used
+    return k
+
+
+@nb.njit(**_JIT)
+def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, mark, db_proto):
+    """One Dashboard frontier run with its trace, for tests: (buf[:k], pops[:k-m])."""
+    np.random.seed(seed)
+    buf = np.empty(n, dtype=np.int64)
+    state = frontier_state(m, n, db_size, db_proto)
+    k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, mark, state)
+    return buf[:k].copy(), state[-1][:k - m].copy()

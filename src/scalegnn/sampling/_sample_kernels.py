@@ -1,0 +1,217 @@
+"""numba kernels of the GraphSAINT samplers (SPEC §1.1, §2): node, edge, rw, full and frontier,
+each drawing the node sets of many subgraphs at once.
+
+Execution model (inter-sampler parallelism, SPEC §2.2): a call samples ``count`` independent
+subgraphs; ``prange`` runs ``nworkers`` workers, worker ``w`` takes subgraphs ``w, w+W, ...``.
+Subgraph ``i`` reseeds numba's (per-thread) generator with ``seeds[i]`` before its first draw,
+so its random stream, hence its content, does not depend on the worker or thread count.
+
+Per-worker scratch: ``bits[w]`` a |V|-bit membership bitmap (0 between uses) and ``mark[w]``
+a |V|-long int32 map (-1 between uses); every kernel resets exactly the entries it touched,
+so no subgraph pays O(|V|) work (the one full read of the bitmap, in ``_unique_sort_clip``,
+happens only when its |V|/64 words are fewer than the subgraph's draws).
+
+Each sampler kernel writes the sorted unique node set of subgraph ``i`` into ``nodes_buf[i]``
+(``nv[i]`` entries), its induced row lengths into ``rowcnt[i]`` and the number of induced edges
+into ``ne[i]``; ``fill_induced`` (``_induce_kernels``) then builds all CSRs, parent edge ids,
+transpose permutations and edge values in one pass. The draws come from ``_random_kernels``,
+the frontier sampler's Dashboard from ``_frontier_kernels``.
+"""
+
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+from scalegnn.ops._kernels import _prefetch  # llvm.prefetch of &arr[idx]
+from scalegnn.sampling._frontier_kernels import frontier_dashboard, frontier_state
+from scalegnn.sampling._induce_kernels import _count_induced, _mark_bits
+from scalegnn.sampling._random_kernels import _AHEAD, _alias_draws_into, _randint
+
+_JIT = dict(nogil=True, cache=True)
+
+
+@intrinsic
+def _cttz(typingctx, x):
+    """Trailing zero bits of a nonzero uint64 (``llvm.cttz``: one tzcnt)."""
+    sig = types.uint64(types.uint64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fn = builder.module.declare_intrinsic(
+            "llvm.cttz", [i64], ir.FunctionType(i64, [i64, ir.IntType(1)]))
+        return builder.call(fn, [args[0], ir.Constant(ir.IntType(1), 1)])
+
+    return sig, codegen
+
+
+@nb.njit(**_JIT)
+def _gather_ahead(src, buf, i0, count):
+    """``buf[i0+t] -> src[buf[i0+t]]`` for t < count, prefetching ``_AHEAD`` entries ahead."""
+    for t in range(min(_AHEAD, count)):
+        _prefetch(src, buf[i0 + t])
+    for t in range(count):
+        if t + _AHEAD < count:
+            _prefetch(src, buf[i0 + t + _AHEAD])
+        buf[i0 + t] = src[buf[i0 + t]]
+
+
+@nb.njit(**_JIT)
+def _unique_sort_clip(buf, k, clip, mark, bits):
+    """Sort-unique ``buf[:k]`` in place; if ``clip`` > 0 keep a uniform random subset of
+    floor(u/clip)*clip nodes (SPEC §2.2 (a), drop before induction). Returns the new length.
+
+    Without clipping, and when the |V|-bit map has at most ``k`` words, the draws are set in
+    the bitmap and read back in order (k bit sets + |V|/64 word reads, no sort: 4-5x faster
+    than sorting the 6-9k draws of the PPI budgets on a 2^17-node graph); the words read are
+    cleared as they go. The work stays O(k) either way."""
+    if clip <= 0 and bits.shape[0] <= k:
+        _mark_bits(buf, k, bits, np.uint64(1))
+        u = 0
+        for w in range(bits.shape[0]):
+            word = bits[w]
+            if word == 0:
+                continue
+            bits[w] = np.uint64(0)
+            base = np.int64(w) * 64
+            while word != 0:
+                buf[u] = base + np.int64(_cttz(word))
+                u += 1
+                word &= word - np.uint64(1)
+        return u
+    u = 0
+    for j in range(k):
+        v = buf[j]
+        if mark[v] < 0:
+            mark[v] = 0
+            buf[u] = v
+            u += 1
+    for j in range(u):
+        mark[buf[j]] = -1
+    if clip > 0 and u >= clip:
+        keep = (u // clip) * clip
+        if keep < u:
+            for j in range(keep):  # partial Fisher-Yates: buf[:keep] is a uniform subset
+                t = j + _randint(u - j)
+                tmp = buf[j]
+                buf[j] = buf[t]
+                buf[t] = tmp
+            u = keep
+    buf[:u].sort()
+    return u
+
+
+@nb.njit(**_JIT)
+def _finish(indptr, indices, buf, k, clip, bits, mark, rowcnt, nv, ne, i):
+    u = _unique_sort_clip(buf, k, clip, mark, bits)
+    nv[i] = u
+    ne[i] = _count_induced(indptr, indices, buf, u, bits, rowcnt)
+
+
+# ------------------------------------------------------------------ samplers
+@nb.njit(parallel=True, **_JIT)
+def sample_node(indptr, indices, nodes, prob, alias, n, seeds, clip, bits, mark,
+                nodes_buf, rowcnt, nv, ne):
+    """Node sampler: n draws with replacement from ``nodes`` by the alias table (P ∝ deg)."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    for w in nb.prange(nw):
+        rj = np.empty(_AHEAD, dtype=np.int64)
+        ru = np.empty(_AHEAD, dtype=np.float64)
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            _alias_draws_into(prob, alias, n, buf, 0, rj, ru)
+            _gather_ahead(nodes, buf, 0, n)
+            _finish(indptr, indices, buf, n, clip, bits[w], mark[w], rowcnt[i], nv,
+                    ne, i)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sample_edge(indptr, indices, eu, ev, prob, alias, m, seeds, clip, bits, mark,
+                nodes_buf, rowcnt, nv, ne):
+    """Edge sampler: m undirected edges (eu[j], ev[j]) drawn with P ∝ prob table; V_s = ends."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    for w in nb.prange(nw):
+        rj = np.empty(_AHEAD, dtype=np.int64)
+        ru = np.empty(_AHEAD, dtype=np.float64)
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            _alias_draws_into(prob, alias, m, buf, m, rj, ru)    # edge ids in buf[m:2m]
+            for t in range(min(_AHEAD, m)):
+                _prefetch(eu, buf[m + t])
+                _prefetch(ev, buf[m + t])
+            for t in range(m):       # buf[2t], buf[2t+1] <- ends; 2t+1 < m+t' for all t' > t
+                j = buf[m + t]
+                if t + _AHEAD < m:
+                    _prefetch(eu, buf[m + t + _AHEAD])
+                    _prefetch(ev, buf[m + t + _AHEAD])
+                buf[2 * t] = eu[j]
+                buf[2 * t + 1] = ev[j]
+            _finish(indptr, indices, buf, 2 * m, clip, bits[w], mark[w], rowcnt[i], nv,
+                    ne, i)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sample_rw(indptr, indices, nodes, r, h, seeds, clip, bits, mark, nodes_buf, rowcnt,
+              nv, ne):
+    """RW sampler: r uniform roots from ``nodes``, h uniform-neighbour steps each (a node with no
+    neighbours stays put); V_s = every visited node.
+
+    The r walks advance in lockstep (all roots, then step 1 of every walk, ...): the r row
+    lookups of one step are independent, so their cache misses overlap, where walk-by-walk
+    each step waited on the previous one's miss. buf[s*r + t] = walk t after s steps."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    nn = nodes.shape[0]
+    for w in nb.prange(nw):
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            for t in range(r):
+                buf[t] = nodes[_randint(nn)]
+            for s in range(h):
+                for t in range(s * r, (s + 1) * r):
+                    v = buf[t]
+                    d = indptr[v + 1] - indptr[v]
+                    if d > 0:
+                        v = indices[indptr[v] + _randint(d)]
+                    buf[t + r] = v
+            k = r * (h + 1)
+            _finish(indptr, indices, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
+                    ne, i)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sample_full(indptr, indices, nodes, seeds, clip, bits, mark, nodes_buf, rowcnt,
+                nv, ne):
+    """Full 'sampler': V_s = ``nodes`` (clipping, if asked, still applies)."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    for w in nb.prange(nw):
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            buf[:nodes.shape[0]] = nodes
+            _finish(indptr, indices, buf, nodes.shape[0], clip, bits[w], mark[w],
+                    rowcnt[i], nv, ne, i)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sample_frontier(indptr, indices, nodes, m, n, max_deg, eta, db_size, seeds, clip,
+                    bits, mark, nodes_buf, rowcnt, nv, ne, db_proto):
+    """MRW/frontier sampler, Dashboard implementation (``frontier_dashboard``) per subgraph."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    for w in nb.prange(nw):
+        state = frontier_state(m, n, db_size, db_proto)  # reused by this worker's subgraphs
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
+                                   mark[w], state)
+            _finish(indptr, indices, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
+                    ne, i)
