@@ -26,7 +26,8 @@ from scalegnn.batch import Batch
 from scalegnn.errors import ConfigError
 from scalegnn.sampling.normalization import Normalization
 from scalegnn.sampling.pool import BatchPool
-from scalegnn.sampling.samplers import Subgraph, check_int, make_sampler
+from scalegnn.sampling.sampler_base import Subgraph, check_int
+from scalegnn.sampling.samplers import make_sampler
 from scalegnn.threads import trim_heap
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from scalegnn.errors import ConfigError
 from scalegnn.faults import crash_point
 from scalegnn.sampling._induce_kernels import add_counts
-from scalegnn.sampling.samplers import Sampler, Subgraph
+from scalegnn.sampling.sampler_base import Sampler, Subgraph
 
 MAX_MULTIPLIER = 1e4
 NAN_MULTIPLIER = 0.1
