@@ -196,3 +196,15 @@ def test_shrink_in_place_or_copy():
     c = _build.shrink(view, 3)  # a view cannot be resized: copied instead
     np.testing.assert_array_equal(c, [2, 3, 4])
     assert c.base is None
+
+
+@pytest.mark.parametrize("spec", ["planted:nodes=300,classes=3,multilabel=true,p_in=0.33333",
+                                  "kronecker:8:4:classes=2,seed=3", "kronecker:8:4"])
+def test_generated_source_regenerates_the_dataset(spec):
+    """``Dataset.source`` of a generated graph is a spec that regenerates it (the load seed and
+    every default included), so ``load_run`` of a run trained from Python finds its data."""
+    a = load_dataset(spec, seed=2)
+    b = load_dataset(a.source)
+    assert a.name == b.name and np.array_equal(a.labels, b.labels)
+    assert np.array_equal(a.graph.indices, b.graph.indices)
+    assert np.array_equal(np.asarray(a.features), np.asarray(b.features))

@@ -159,8 +159,11 @@ def kronecker_dataset(scale: int, edge_factor: int = 16, *, seed: int = 0,
     if out is None:
         x = np.empty((n, features), dtype=np.float32)
         labels = _kronecker_features_labels(graph, seed, features, width, classes, x=x)
-        ds = Dataset(graph, x, labels, tr, va, te, name=name,
-                     source=f"kronecker:{scale}:{edge_factor}", metric=metric, meta=meta)
+        source = (f"kronecker:{scale}:{edge_factor}:a={a!r},b={b!r},c={c!r},features={features},"
+                  + (f"labels={num_labels}" if classes is None else f"classes={classes}")
+                  + f",seed={seed}")   # regenerates this graph (load_run of a Python run)
+        ds = Dataset(graph, x, labels, tr, va, te, name=name, source=source, metric=metric,
+                     meta=meta)
         return C.finish(ds)
     with G.writing_folder(out, overwrite) as tmp:
         G.write_adj(tmp / "adj_full.npz", graph)
@@ -272,9 +275,16 @@ def planted_dataset(nodes: int = 12000, classes: int = 8, features: int = 32,
     tr, va, te = C.seeded_split(nodes, seed, split)
     params = dict(nodes=nodes, classes=classes, features=features, degree=degree, p_in=p_in,
                   noise=noise, multilabel=multilabel, num_labels=num_labels, seed=seed)
-    ds = Dataset(graph, x, labels, tr, va, te, name=name, source=name, metric=metric,
+    source = name if name == "synthetic" else "planted:" + ",".join(   # regenerates this graph
+        f"{'labels' if k == 'num_labels' else k}={_spec_value(v)}" for k, v in params.items())
+    ds = Dataset(graph, x, labels, tr, va, te, name=name, source=source, metric=metric,
                  meta={"format": "synthetic", "generator": "planted", "params": params})
     return C.finish(ds)
+
+
+def _spec_value(v) -> str:
+    """A generator option as a spec reads it back exactly (floats by repr)."""
+    return str(v).lower() if isinstance(v, bool) else repr(v)
 
 
 def synthetic_dataset(seed: int = 0) -> Dataset:
