@@ -10,7 +10,8 @@ block-diagonal :class:`~scalegnn.batch.Batch`.
 
 Modules (one job each):
 
-* ``_kernels``  numba kernels (k-hop, PPR push, induced block-diagonal subgraphs)
+* ``_khop_kernels``, ``_ppr_kernels``, ``_block_kernels``  numba kernels (k-hop scopes, PPR
+  push, block-diagonal assembly), on the node-id hash tables of ``_hash_table_kernels``
 * ``extract``   :class:`KHopExtractor`, :class:`PPRExtractor` -> :class:`TargetSubgraphs`
 * ``reference`` slow, obviously correct extractors for the tests (BFS, power-iteration PPR)
 * ``readout``   pooling of each block's rows into one vector per target

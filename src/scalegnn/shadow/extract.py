@@ -35,7 +35,9 @@ import numpy as np
 from scalegnn.errors import ConfigError, DataError, GraphError
 from scalegnn.graph import Graph
 from scalegnn.io import atomic_save_npz
-from scalegnn.shadow import _kernels as K
+from scalegnn.shadow._block_kernels import block_rows, induced, union_blocks
+from scalegnn.shadow._khop_kernels import khop_scopes
+from scalegnn.shadow._ppr_kernels import ppr_topk
 
 _KEY_SAMPLE = 1 << 22       # entries of indptr / indices hashed by graph_key (strided)
 _BUF_ENTRIES = 1 << 23      # k-hop: one-pass scope buffer up to this many int64 entries
@@ -184,20 +186,20 @@ class _Extractor:
             buf_off = _cumsum0(a_l + b_l)
             buf = np.empty(int(buf_off[-1]), dtype=src.dtype)
             sizes = np.empty(nblk, dtype=np.int64)
-            K.union_blocks(src, a_s, a_l, b_s, b_l, buf, buf_off, sizes, nw)
+            union_blocks(src, a_s, a_l, b_s, b_l, buf, buf_off, sizes, nw)
         return _cumsum0(sizes), buf[_ranges(buf_off[:nblk], sizes)].astype(np.int64)
 
     def _assemble(self, targets, offsets, nodes, first, second) -> TargetSubgraphs:
         nw = self._workers(offsets.shape[0] - 1)
         g = self.graph
         rowlen = np.empty(nodes.shape[0], dtype=np.int64)
-        K.induced(g.indptr, g.indices, offsets, nodes, rowlen, rowlen, rowlen, nw)
+        induced(g.indptr, g.indices, offsets, nodes, rowlen, rowlen, rowlen, nw)
         indptr = _cumsum0(rowlen)
         indices = np.empty(int(indptr[-1]), dtype=np.int64)
         if indices.size:
-            K.induced(g.indptr, g.indices, offsets, nodes, indices[:0], indptr, indices, nw)
-        center = K.block_rows(nodes, offsets, first)
-        center2 = None if second is None else K.block_rows(nodes, offsets, second)
+            induced(g.indptr, g.indices, offsets, nodes, indices[:0], indptr, indices, nw)
+        center = block_rows(nodes, offsets, first)
+        center2 = None if second is None else block_rows(nodes, offsets, second)
         return TargetSubgraphs(targets, offsets, nodes, center, center2, indptr, indices)
 
 
@@ -231,12 +233,12 @@ class KHopExtractor(_Extractor):
             off = np.arange(cnt, dtype=np.int64) * self.max_scope
             out = np.empty(cnt * self.max_scope, dtype=np.int64)
         else:   # count, then fill: the seeded streams make the second pass repeat the first
-            K.khop_scopes(g.indptr, g.indices, ends, seeds, self.depth, self.budget,
-                          np.empty(0, np.int64), np.zeros(cnt, np.int64), sizes, nw)
+            khop_scopes(g.indptr, g.indices, ends, seeds, self.depth, self.budget,
+                        np.empty(0, np.int64), np.zeros(cnt, np.int64), sizes, nw)
             off = _cumsum0(sizes)[:-1]
             out = np.empty(int(sizes.sum()), dtype=np.int64)
-        K.khop_scopes(g.indptr, g.indices, ends, seeds, self.depth, self.budget, out, off,
-                      sizes, nw)
+        khop_scopes(g.indptr, g.indices, ends, seeds, self.depth, self.budget, out, off,
+                    sizes, nw)
         return out, off, sizes, True
 
 
@@ -362,8 +364,8 @@ class PPRExtractor(_Extractor):
             out_n = np.empty((part.size, k), dtype=np.int64)
             out_s = np.empty((part.size, k), dtype=np.float64)
             cnt = np.empty(part.size, dtype=np.int64)
-            K.ppr_topk(g.indptr, g.indices, part, self.alpha, self.eps, k, self.threshold,
-                       out_n, out_s, cnt, self._workers(part.size))
+            ppr_topk(g.indptr, g.indices, part, self.alpha, self.eps, k, self.threshold,
+                     out_n, out_s, cnt, self._workers(part.size))
             keep = np.arange(k) < cnt[:, None]
             nodes.append(out_n[keep].astype(self._dtype))
             scores.append(out_s[keep].astype(np.float32))

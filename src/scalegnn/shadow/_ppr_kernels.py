@@ -1,0 +1,178 @@
+"""numba kernels of the PPR extractor (SPEC §4): approximate personalized PageRank of each
+target by FIFO pushes, and the selection of its top-k nodes.
+
+Execution model: a call handles B targets; ``prange`` runs ``nw`` workers, worker ``w`` takes
+targets ``w, w+nw, ...`` with its own scratch (hash tables of ``_hash_table_kernels``, grown
+between pushes). Pushes draw nothing: the lists are deterministic.
+"""
+
+import numba as nb
+import numpy as np
+
+from scalegnn.shadow._hash_table_kernels import _clear, _fits, _new_table, _regrow, _slot
+
+_JIT = dict(nogil=True, cache=True)
+
+
+@nb.njit(**_JIT)
+def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q, qh, qn):
+    """Run FIFO pushes until the queue (ring q[qh:qh+qn], node ids) is empty, or until the
+    next push might overfill a hashed table: returns (cnt, qh, qn, needed capacity or 0)."""
+    ring = q.shape[0]
+    while qn > 0:
+        u = q[qh]
+        a = indptr[u]
+        b = indptr[u + 1]
+        if not _fits(keys, shift, cnt + b - a):
+            return cnt, qh, qn, cnt + b - a
+        qh = qh + 1 if qh + 1 < ring else 0
+        qn -= 1
+        s = _slot(keys, u, shift)
+        inq[s] = False
+        ru = rv[s]
+        rv[s] = 0.0
+        pv[s] += alpha * ru
+        if b == a:
+            continue
+        share = (1.0 - alpha) * ru / (b - a)
+        for e in range(a, b):
+            v = indices[e]
+            s = _slot(keys, v, shift)
+            if keys[s] != v:
+                keys[s] = v
+                pv[s] = 0.0
+                rv[s] = 0.0
+                inq[s] = False
+                tl[cnt] = v
+                cnt += 1
+            rv[s] += share
+            if not inq[s] and rv[s] > eps * (indptr[v + 1] - indptr[v]):
+                inq[s] = True
+                j = qh + qn
+                q[j if j < ring else j - ring] = v
+                qn += 1
+    return cnt, qh, qn, 0
+
+
+@nb.njit(inline="always", **_JIT)
+def _worse(s1, v1, s2, v2):
+    """(s1, v1) ranks below (s2, v2) in the order (score desc, id asc)."""
+    return s1 < s2 or (s1 == s2 and v1 > v2)
+
+
+@nb.njit(**_JIT)
+def _sift(hs, hv, i, m):
+    """Restore the heap hs/hv[:m] below i; the root holds the WORST kept entry."""
+    while 2 * i + 1 < m:
+        c = 2 * i + 1
+        if c + 1 < m and _worse(hs[c + 1], hv[c + 1], hs[c], hv[c]):
+            c += 1
+        if not _worse(hs[c], hv[c], hs[i], hv[i]):
+            return
+        hs[i], hs[c] = hs[c], hs[i]
+        hv[i], hv[c] = hv[c], hv[i]
+        i = c
+
+
+@nb.njit(**_JIT)
+def _heapify(hs, hv, m):
+    for i in range(m // 2 - 1, -1, -1):
+        _sift(hs, hv, i, m)
+
+
+@nb.njit(**_JIT)
+def _select(keys, shift, pv, tl, cnt, k, threshold, hs, hv):
+    """hs/hv[:m] = the k-1 best touched non-target nodes (tl[1:cnt]) with p > 0 by (score
+    desc, id asc), best first, cut to score >= threshold * best if threshold > 0; returns m.
+    A heap of the k-1 best so far (plain loops: numpy's sorts cost seconds of compiling)."""
+    m = 0
+    for j in range(1, cnt):
+        v = tl[j]
+        p = pv[_slot(keys, v, shift)]
+        if p <= 0.0 or k < 2:
+            continue
+        if m < k - 1:        # fill up, then heapify once
+            hs[m], hv[m] = p, v
+            m += 1
+            if m == k - 1:
+                _heapify(hs, hv, m)
+        elif _worse(hs[0], hv[0], p, v):
+            hs[0], hv[0] = p, v
+            _sift(hs, hv, 0, m)
+    if m < k - 1:
+        _heapify(hs, hv, m)
+    for end in range(m - 1, 0, -1):    # heap sort: the worst goes last
+        hs[0], hs[end] = hs[end], hs[0]
+        hv[0], hv[end] = hv[end], hv[0]
+        _sift(hs, hv, 0, end)
+    if threshold > 0.0 and m > 0:
+        keep = 0
+        while keep < m and hs[keep] >= threshold * hs[0]:
+            keep += 1
+        m = keep
+    return m
+
+
+@nb.njit(**_JIT)
+def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
+                out_cnt, w, nw):
+    n = indptr.shape[0] - 1
+    keys, shift = _new_table(64, n)
+    cap = keys.shape[0]
+    pv = np.empty(cap, dtype=np.float64)
+    rv = np.empty(cap, dtype=np.float64)
+    inq = np.empty(cap, dtype=np.bool_)
+    tl = np.empty(cap, dtype=np.int64)        # touched node ids, insertion order
+    q = np.empty(cap, dtype=np.int64)         # FIFO ring of node ids
+    hs = np.empty(max(k - 1, 1), dtype=np.float64)
+    hv = np.empty(max(k - 1, 1), dtype=np.int64)
+    for i in range(w, targets.shape[0], nw):
+        t = targets[i]
+        s = _slot(keys, t, shift)
+        keys[s] = t
+        pv[s] = 0.0
+        rv[s] = 1.0
+        inq[s] = True
+        tl[0] = t
+        cnt = 1
+        q[0] = t
+        qh = 0
+        qn = 1
+        while True:
+            cnt, qh, qn, need = _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv,
+                                          inq, tl, cnt, q, qh, qn)
+            if need == 0:
+                break
+            nk, nsh, tl, moved = _regrow(keys, shift, tl, cnt, need, n)
+            npv = np.empty(nk.shape[0], dtype=np.float64)
+            nrv = np.empty(nk.shape[0], dtype=np.float64)
+            niq = np.empty(nk.shape[0], dtype=np.bool_)
+            for j in range(cnt):
+                npv[moved[j, 1]] = pv[moved[j, 0]]
+                nrv[moved[j, 1]] = rv[moved[j, 0]]
+                niq[moved[j, 1]] = inq[moved[j, 0]]
+            nq = np.empty(nk.shape[0], dtype=np.int64)
+            for j in range(qn):
+                nq[j] = q[(qh + j) % q.shape[0]]
+            keys, shift, pv, rv, inq, q, qh = nk, nsh, npv, nrv, niq, nq, 0
+        m = _select(keys, shift, pv, tl, cnt, k, threshold, hs, hv)
+        out_nodes[i, 0] = t
+        out_scores[i, 0] = pv[_slot(keys, t, shift)]
+        out_nodes[i, 1:m + 1] = hv[:m]
+        out_scores[i, 1:m + 1] = hs[:m]
+        out_cnt[i] = m + 1
+        _clear(keys, shift, tl, cnt)
+
+
+@nb.njit(parallel=True, **_JIT)
+def ppr_topk(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
+             out_cnt, nw):
+    """Approximate PPR of each target by the push algorithm (Andersen-Chung-Lang, FIFO):
+    r = e_t, p = 0; while some u has r(u) > eps*deg(u): p(u) += alpha*r(u), each neighbour
+    v gets r(v) += (1-alpha)*r(u)/deg(u), r(u) = 0 (the target is pushed first in any case).
+    Row i of out_nodes/out_scores: the target, then the k-1 best other nodes with p > 0 by
+    (p desc, id asc), cut to p >= threshold * (best non-target p) when threshold > 0;
+    out_cnt[i] entries are used."""
+    for w in nb.prange(nw):
+        _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
+                    out_cnt, w, nw)
