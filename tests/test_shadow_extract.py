@@ -10,7 +10,8 @@ from scalegnn.errors import ConfigError, DataError
 from scalegnn.graph import Graph
 from scalegnn.shadow import extract
 from scalegnn.shadow import reference as R
-from scalegnn.shadow.extract import KHopExtractor, PPRExtractor, graph_key
+from scalegnn.shadow.extract import KHopExtractor, graph_key
+from scalegnn.shadow.ppr import PPRExtractor
 from scalegnn.threads import set_threads
 
 

@@ -22,7 +22,8 @@ import numpy as np
 from scalegnn.bench.sample import _int_list
 from scalegnn.data import load_dataset
 from scalegnn.errors import ConfigError
-from scalegnn.shadow.extract import KHopExtractor, PPRExtractor
+from scalegnn.shadow.extract import KHopExtractor
+from scalegnn.shadow.ppr import PPRExtractor
 from scalegnn.threads import set_threads
 
 PARAMS = {"ppr": {"alpha": 0.15, "eps": 1e-6, "k": 200, "threshold": 0.0},

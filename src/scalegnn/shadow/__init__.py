@@ -12,7 +12,8 @@ Modules (one job each):
 
 * ``_khop_kernels``, ``_ppr_kernels``, ``_block_kernels``  numba kernels (k-hop scopes, PPR
   push, block-diagonal assembly), on the node-id hash tables of ``_hash_table_kernels``
-* ``extract``   :class:`KHopExtractor`, :class:`PPRExtractor` -> :class:`TargetSubgraphs`
+* ``extract``   :class:`TargetSubgraphs`, the shared block assembly, :class:`KHopExtractor`
+* ``ppr``       :class:`PPRExtractor` (top-k approximate PPR scopes, cached lists)
 * ``reference`` slow, obviously correct extractors for the tests (BFS, power-iteration PPR)
 * ``readout``   pooling of each block's rows into one vector per target
 * ``model``     :class:`ShadowNet`: backbone(s) from ``scalegnn.nn`` + readout + (ensemble) + head

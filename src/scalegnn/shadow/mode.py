@@ -41,10 +41,11 @@ from scalegnn.features import DenseFeatures, append_columns
 from scalegnn.nn.models import MODEL_OPTIONS
 from scalegnn.ops import SparseAdj
 from scalegnn.shadow.batch import branch_batch, drop_pair_edges, ensemble_batch, prefetch
-from scalegnn.shadow.extract import KHopExtractor, PPRExtractor
+from scalegnn.shadow.extract import KHopExtractor
 from scalegnn.shadow.labels import label_onehot, num_labels, pair_labels
 from scalegnn.shadow.link import sample_negatives, split_edges
 from scalegnn.shadow.model import ShadowNet
+from scalegnn.shadow.ppr import PPRExtractor
 
 EXTRACTOR_KEYS = {"khop": {"depth": int, "budget": int},
                   "ppr": {"k": int, "alpha": float, "eps": float, "threshold": float}}

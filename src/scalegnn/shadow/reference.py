@@ -4,7 +4,7 @@
   ``KHopExtractor(budget=-1)`` must return exactly.
 * :func:`ppr_exact`: personalized PageRank by power iteration,
   ``p = alpha e_t + (1 - alpha) p P`` with ``P = D^-1 A`` (rows of isolated nodes are zero).
-  Error bound of the push estimate (``extract.PPRExtractor``), for a symmetric graph:
+  Error bound of the push estimate (``ppr.PPRExtractor``), for a symmetric graph:
   ``0 <= p_exact(v) - p_push(v) <= eps * deg(v)``. Proof: push keeps the invariant
   ``p_exact = p + sum_u r(u) pi_u`` (``pi_u`` = PPR from u) and stops with
   ``r(u) <= eps * deg(u)``; on an undirected graph ``deg(u) pi_u(v) = deg(v) pi_v(u)``, so
