@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import make_tiny_dataset
 
-from scalegnn.data import _stream
+from scalegnn.data import _byte_stream
 from scalegnn.data import graphsaint as gs
 from scalegnn.data._json_stream import read_class_map, read_roles
 from scalegnn.errors import DataError
@@ -59,7 +59,7 @@ def test_class_map_equals_json_path(tmp_path, monkeypatch, block, style, multi):
     cmap = {str(i): y[i].tolist() if multi else int(y[i]) for i in order}
     path = tmp_path / "class_map.json"
     path.write_text(dumps(cmap, style, rng))
-    monkeypatch.setattr(_stream, "BLOCK", block)
+    monkeypatch.setattr(_byte_stream, "BLOCK", block)
     got = read_class_map(path, n)
     want = json_path_labels(path, n, monkeypatch)
     assert got is not None and got.dtype == want.dtype and got.shape == want.shape
@@ -79,7 +79,7 @@ def test_roles_equal_json_path(tmp_path, monkeypatch, block, style):
     rng.shuffle(keys)
     path = tmp_path / "role.json"
     path.write_text(dumps({k: role[k] for k in keys}, style, rng))
-    monkeypatch.setattr(_stream, "BLOCK", block)
+    monkeypatch.setattr(_byte_stream, "BLOCK", block)
     got = read_roles(path, n)
     want = json_path_roles(path, n, monkeypatch)
     assert got is not None
@@ -125,7 +125,7 @@ def test_class_map_fallbacks(tmp_path, monkeypatch, text):
     path = tmp_path / "class_map.json"
     path.write_text(text, encoding="utf-8")
     for block in (4, 1 << 22):
-        monkeypatch.setattr(_stream, "BLOCK", block)
+        monkeypatch.setattr(_byte_stream, "BLOCK", block)
         assert read_class_map(path, 2) is None
     try:
         want = json_path_labels(path, 2, monkeypatch)
@@ -154,7 +154,7 @@ def test_roles_fallbacks(tmp_path, monkeypatch, text):
     path = tmp_path / "role.json"
     path.write_text(text)
     for block in (4, 1 << 22):
-        monkeypatch.setattr(_stream, "BLOCK", block)
+        monkeypatch.setattr(_byte_stream, "BLOCK", block)
         assert read_roles(path, 5) is None
     try:
         want = json_path_roles(path, 5, monkeypatch)
@@ -178,7 +178,7 @@ def test_class_map_errors(tmp_path, monkeypatch, text, message):
     path = tmp_path / "class_map.json"
     path.write_text(text)
     for block in (4, 1 << 22):
-        monkeypatch.setattr(_stream, "BLOCK", block)
+        monkeypatch.setattr(_byte_stream, "BLOCK", block)
         with pytest.raises(DataError, match=message) as e:
             gs._labels_from_class_map(path, 3)
         assert str(path) in str(e.value) and "\n" not in str(e.value)

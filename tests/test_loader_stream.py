@@ -12,6 +12,7 @@ import pytest
 import scipy.io as sio
 import scipy.sparse as sp
 
+from scalegnn.data import _byte_stream as B
 from scalegnn.data import _stream as S
 from scalegnn.data import load_dataset
 from scalegnn.data.csv import read_edge_csv
@@ -24,8 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of a few dozen bytes, so lines straddle block and gzip-read boundaries."""
-    monkeypatch.setattr(S, "BLOCK", 37)
-    monkeypatch.setattr(S, "_READ", 11)
+    monkeypatch.setattr(B, "BLOCK", 37)
+    monkeypatch.setattr(B, "_READ", 11)
 
 
 def _edges(n=300, m=2000, seed=0):
@@ -166,7 +167,7 @@ def test_gzip_members_and_truncation(tmp_path, small_blocks):
 
 
 def test_growable_keeps_data():
-    b = S.Growable(np.int64, 3)
+    b = B.Growable(np.int64, 3)
     b.array()[:] = [1, 2, 3]
     b.resize(1 << 20)
     a = b.array()

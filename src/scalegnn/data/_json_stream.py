@@ -1,8 +1,9 @@
 """Streaming readers of GraphSAINT's ``class_map.json`` and ``role.json`` into numpy arrays.
 
 ``json.load`` of a class map with 1.7e7 keys builds a dict of 1.7e7 str and int objects (about
-3 GB); these readers parse the file in blocks of :data:`scalegnn.data._stream.BLOCK` bytes with
-numba kernels (digits as in :mod:`scalegnn.data._parse`) straight into the final arrays:
+3 GB); these readers parse the file in blocks of :data:`scalegnn.data._byte_stream.BLOCK`
+bytes with numba kernels (digits as in :mod:`scalegnn.data._parse`) straight into the final
+arrays:
 
 * :func:`read_class_map` -> labels, int64 ``(n,)`` for ``{"<id>": <int>, ...}`` or float32
   ``(n, C)`` for ``{"<id>": [0/1, ... C values], ...}``, row = node id. Extra memory: one
@@ -26,8 +27,8 @@ import re
 import numba as nb
 import numpy as np
 
+from scalegnn.data._byte_stream import Growable, _chunks
 from scalegnn.data._parse import _CR, _JIT, _SP, _TAB, LF, OK, SLOW, digits
-from scalegnn.data._stream import Growable, _chunks
 from scalegnn.errors import DataError
 
 NEED, DUP, RANGE = 5, 6, 7  # kernel statuses beyond _parse's: block ended mid-unit, bad ids

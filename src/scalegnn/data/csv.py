@@ -38,6 +38,7 @@ import scipy.sparse as sp
 
 from scalegnn.data import _common as C
 from scalegnn.data import _stream as S
+from scalegnn.data._byte_stream import first_line
 from scalegnn.data.dataset import Dataset
 from scalegnn.data.options import check_class_column, featureless_features, flag
 from scalegnn.errors import DataError
@@ -85,7 +86,7 @@ def read_edge_csv(path) -> tuple[np.ndarray, np.ndarray]:
     (see :func:`scalegnn.data._stream.read_edges`), streamed: plain or ``.gz``, never held as
     text or as int64 columns."""
     path = C.require_file(path, "edge list")
-    first = S.first_line(path, "edge list")  # after leading comments (SNAP '# Nodes: ...')
+    first = first_line(path, "edge list")  # after leading comments (SNAP '# Nodes: ...')
     if not first:
         return np.zeros(0, np.uint64), np.array([0, -1, 0, 0], np.int64)
     delim = next((d for d in (",", "\t", ";") if d in first), None)
@@ -156,7 +157,7 @@ def _numeric_labels(path, id_column, label_column):
     whole non-negative numbers, parsed by the streaming table reader (a million rows in well
     under a second, where the csv module takes seconds); None for anything else, which the
     general path then reads and, if need be, refuses with its precise message."""
-    first = S.first_line(path, "labels CSV")
+    first = first_line(path, "labels CSV")
     if not first or '"' in first:
         return None
     if path.suffix.lower() == ".csv":

@@ -28,6 +28,7 @@ import numpy as np
 
 from scalegnn.data import _common as C
 from scalegnn.data import _stream as S
+from scalegnn.data._byte_stream import first_line
 from scalegnn.data.dataset import Dataset
 from scalegnn.data.structural import structural_features
 from scalegnn.errors import DataError
@@ -66,7 +67,7 @@ def load_ogb(path, *, split_name: str | None = None, seed: int = 0,
         raise DataError(f"{path}: missing raw/edge.csv.gz (not an OGB dataset folder)")
     raw = root / "raw"
     edge_path = C.require_file(raw / "edge.csv.gz", "edge list")
-    first = S.first_line(edge_path, "edge list")
+    first = first_line(edge_path, "edge list")
     if first and len(first.split(",")) != 2:
         raise DataError(f"{edge_path}: expected 2 columns, got {len(first.split(','))}")
     keys, stats = S.read_edges(edge_path, "edge list", extra_ok=False)
