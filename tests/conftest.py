@@ -2,12 +2,21 @@
 
 ``shared_data``: the folder of real datasets (``../shared/data`` next to the repository, or
 ``$SCALEGNN_SHARED_DATA``); tests that use it are skipped when it is absent.
+``reference_run``: the uninterrupted CLI run of ``run_helpers.RUN``, made once per session;
+``run_copy``: a private copy of it for a test to damage.
 """
 
 import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+# the shared helper modules assert like tests do: pytest rewrites their asserts too
+pytest.register_assert_rewrite("bad_input_helpers", "run_helpers")
+
+from run_helpers import reference_run_in  # noqa: E402  (after the rewrite hook)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,3 +70,31 @@ def make_tiny_dataset(n: int = 40, num_features: int = 6, classes: int = 3,
 @pytest.fixture
 def tiny():
     return make_tiny_dataset()
+
+
+# ----------------------------------------------------------------------------- CLI runs
+@pytest.fixture(scope="session")
+def run_pool():
+    """Two subprocess runs at a time (the reference run and the kill/resume pairs of
+    ``test_resume`` are independent)."""
+    with ThreadPoolExecutor(2) as ex:
+        yield ex
+
+
+@pytest.fixture(scope="session")
+def reference_run_future(run_pool, tmp_path_factory):
+    return run_pool.submit(reference_run_in, tmp_path_factory.mktemp("reference"))
+
+
+@pytest.fixture(scope="session")
+def reference_run(reference_run_future):
+    """The uninterrupted run every resumed one must reproduce (``run_helpers.RUN``)."""
+    return reference_run_future.result()
+
+
+@pytest.fixture
+def run_copy(reference_run, tmp_path):
+    """A private copy of the finished reference run (mtimes kept)."""
+    dst = tmp_path / "run"
+    shutil.copytree(reference_run, dst, ignore=shutil.ignore_patterns(".lock"))
+    return dst

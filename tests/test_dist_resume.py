@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from test_resume import outcome, records, scalegnn
+from run_helpers import outcome, records, scalegnn
 
 pytestmark = [pytest.mark.dist, pytest.mark.slow]
 

@@ -4,7 +4,7 @@ their exact resume.
 Schedules are checked against their formulas written out by hand; the trainer's stop against
 the metrics it recorded (it stops exactly ``patience`` validation passes after the best one);
 resume with a schedule active against the uninterrupted run, with real SIGKILLs (the helpers of
-``test_resume``).
+``run_helpers``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import math
 
 import pytest
 
+from run_helpers import outcome, records, scalegnn
 from scalegnn.config import Config
 from scalegnn.errors import ConfigError
 from scalegnn.engine.optim import LRSchedule
-from test_resume import outcome, records, scalegnn
 
 DATA = "planted:nodes=400,classes=3,features=16"
 SCHEDULED = ["--data", DATA, "--epochs", "8", "--seed", "3", "--threads", "2", "--no-progress",
