@@ -1,19 +1,19 @@
-"""Property tests: arbitrary input either works or is refused with a one-line ScaleGNNError.
+"""Property tests of data input: arbitrary input either works or is refused with a one-line
+ScaleGNNError.
 
-Configs (dicts, YAML text and bytes, ``--set`` strings), every dataset format that
-:func:`scalegnn.data.load_dataset` detects (files damaged or replaced by random content) and
-generator spec strings. Any exception other than a :class:`ScaleGNNError` fails the property,
-and so does a message with a newline in it. Generators run under a small memory budget so a
-large-but-legal random size is refused quickly instead of being built.
+Every dataset format that :func:`scalegnn.data.load_dataset` detects (files damaged or replaced
+by random content, (c) of the issue) and generator spec strings ((d)). Any exception other than
+a :class:`ScaleGNNError` fails the property, and so does a message with a newline in it; a
+dataset that loads must validate. Generators run under a small memory budget so a
+large-but-legal random size is refused quickly instead of being built. Configs:
+``test_properties_config.py``; the shared settings: ``property_helpers.py``.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
 import string
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
@@ -21,41 +21,15 @@ from unittest import mock
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conftest import make_tiny_dataset
-from scalegnn.config import NETWORK_DEFAULTS, PARAM_DEFAULTS, PHASE_KEYS, SECTIONS, Config
+from property_helpers import FEW, FUZZ, json_like, outcome, tmpdir
 from scalegnn.data import Dataset, load_dataset
 from scalegnn.data.graphsaint import FILES, save_graphsaint
 from scalegnn.errors import ScaleGNNError
-
-# SCALEGNN_FUZZ_EXAMPLES=2000 fuzzes deeper with fresh random examples (default: a fixed set)
-DEEP = int(os.environ.get("SCALEGNN_FUZZ_EXAMPLES", "0"))
-FUZZ = settings(max_examples=DEEP or 60, deadline=None, derandomize=not DEEP,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
-FEW = settings(FUZZ, max_examples=DEEP or 30)
-
-
-def outcome(fn, *args, **kw):
-    """``fn(...)`` or None when it raised a one-line ScaleGNNError; anything else propagates."""
-    try:
-        result = fn(*args, **kw)
-    except ScaleGNNError as e:
-        assert "\n" not in str(e), repr(str(e))
-        assert str(e).strip(), "empty error message"
-        event(f"refused ({type(e).__name__})")   # --hypothesis-show-statistics
-        return None
-    event("accepted")
-    return result
-
-
-@contextmanager
-def tmpdir():
-    with tempfile.TemporaryDirectory(prefix="scalegnn-prop-") as d:
-        yield Path(d)
 
 
 def load_checked(path, **kw):
@@ -64,92 +38,6 @@ def load_checked(path, **kw):
         assert isinstance(ds, Dataset)
         ds.validate()
     return ds
-
-
-# ----------------------------------------------------------------------------- value strategies
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=12),
-                    st.integers(-3, 4096), st.sampled_from(["nan", ".inf", "1e12", "rw", "1-0"]))
-json_like = st.recursive(scalars, lambda c: st.one_of(
-    st.lists(c, max_size=4), st.dictionaries(st.text(max_size=8), c, max_size=4)), max_leaves=16)
-
-
-def section(keys):
-    return st.dictionaries(st.sampled_from(sorted(keys)), json_like, max_size=4)
-
-
-config_like = st.fixed_dictionaries({}, optional={
-    "network": st.one_of(section(NETWORK_DEFAULTS), st.lists(section(NETWORK_DEFAULTS),
-                                                             max_size=2), json_like),
-    "params": st.one_of(section(PARAM_DEFAULTS), st.lists(section(PARAM_DEFAULTS), max_size=2)),
-    "phase": st.one_of(st.lists(section(PHASE_KEYS | {"sampler"}), max_size=3), json_like),
-    **{name: st.one_of(section(defaults), st.lists(section(defaults), max_size=1), json_like)
-       for name, defaults in SECTIONS.items()},
-})
-
-VALID_YAML = """network:
-  - dim: 64
-    aggr: 'concat'
-    arch: '1-0-1-0'
-params:
-  - lr: 0.01
-    dropout: 0.1
-phase:
-  - end: 10
-    sampler: 'rw'
-    num_root: 300
-    depth: 2
-"""
-
-
-def check_config(cfg) -> None:
-    """A config that was accepted is usable: finite numbers, rounds through its YAML."""
-    if cfg is None:
-        return
-    assert cfg.epochs >= 1
-    assert 0 < cfg.params["lr"] < float("inf") and 1 <= cfg.network["dim"] <= 2**20
-    assert outcome(lambda: Config.from_dict(__import__("yaml").safe_load(cfg.to_yaml())))
-
-
-# ----------------------------------------------------------------------------- (a)/(b) configs
-@FUZZ
-@given(st.one_of(config_like, json_like))
-def test_config_from_dict(raw):
-    check_config(outcome(Config.from_dict, raw))
-
-
-@FUZZ
-@given(st.one_of(st.text(max_size=200), st.binary(max_size=200),
-                 st.tuples(st.integers(0, len(VALID_YAML)), st.integers(0, 12),
-                           st.text(max_size=16))))
-def test_config_from_yaml(content):
-    if isinstance(content, tuple):       # a valid config with a slice replaced
-        at, cut, new = content
-        content = VALID_YAML[:at] + new + VALID_YAML[at + cut:]
-    with tmpdir() as d:
-        p = d / "c.yml"
-        if isinstance(content, bytes):
-            p.write_bytes(content)
-        else:
-            p.write_text(content, encoding="utf-8", errors="surrogatepass")
-        check_config(outcome(Config.from_yaml, p))
-
-
-OVERRIDE_KEYS = ([f"network.{k}" for k in NETWORK_DEFAULTS]
-                 + [f"params.{k}" for k in PARAM_DEFAULTS]
-                 + [f"phase.{k}" for k in sorted(PHASE_KEYS)]
-                 + ["phase.0.end", "phase.1.depth", "distributed.timeout", "x.y", ""])
-
-
-@FUZZ
-@given(st.lists(st.one_of(
-    st.text(max_size=30),
-    st.builds(lambda k, v: f"{k}={v}", st.sampled_from(OVERRIDE_KEYS),
-              st.one_of(st.text(max_size=12), st.integers().map(str), st.floats().map(str),
-                        st.sampled_from(["", "[1", "{", "true", ".nan", "-.inf", "1e400", "null",
-                                         "2021-02-31", "&a [*a]", "!!python/object:os.system",
-                                         "0x10", "1_000"])))), max_size=4))
-def test_config_override(items):
-    check_config(outcome(Config().override, items))
 
 
 # ----------------------------------------------------------------------------- (c) loaders
