@@ -1,6 +1,7 @@
 """Data as published: every format round-trips a small file the test writes, loader options
-(CLI flags, dataset spec .yml), featureless graphs, Dataset.from_arrays/from_edge_index, and
-training on one graph while testing on another (--test-data)."""
+(CLI flags, dataset spec .yml, recorded and kept on resume) and featureless graphs.
+Dataset.from_arrays/from_edge_index: ``test_data_from_arrays.py``; training on one graph while
+testing on another (--test-data): ``test_separate_test_graph.py``."""
 
 import json
 
@@ -8,38 +9,12 @@ import numpy as np
 import pytest
 import scipy.io as sio
 import scipy.sparse as sp
-import torch
 
-from conftest import REPO_ROOT as REPO, make_tiny_dataset
+import scalegnn.data.options as O
+from conftest import make_tiny_dataset
+from data_helpers import assert_same_graph, dense, refused, upper_edges
 from scalegnn.cli import main
-from scalegnn.config import Config
-from scalegnn.data import Dataset, load_dataset
-from scalegnn.errors import ConfigError, DataError
-from scalegnn.engine.metrics import compute_metrics
-
-
-def dense(x):
-    return np.asarray(x, dtype=np.float32)
-
-
-def assert_same_graph(a, b):
-    np.testing.assert_array_equal(a.indptr, b.indptr)
-    np.testing.assert_array_equal(a.indices, b.indices)
-
-
-def upper_edges(g):
-    src, dst = g.edge_index()
-    keep = src < dst
-    return src[keep], dst[keep]
-
-
-def refused(match, fn, *a, **kw):
-    with pytest.raises(DataError) as ei:
-        fn(*a, **kw)
-    msg = str(ei.value)
-    assert "\n" not in msg
-    assert match in msg, msg
-    return msg
+from scalegnn.data import load_dataset
 
 
 # ------------------------------------------------------------------ gnn-benchmark, dotted keys
@@ -218,7 +193,6 @@ def test_features_source_choices(tmp_path, capsys, monkeypatch):
     # also replaces a file's own features, e.g. on a generated graph
     gen = load_dataset("planted:nodes=40,features=5", options={"features_source": "onehot"})
     assert gen.features.shape == (40, 40)
-    import scalegnn.data.options as O
     monkeypatch.setattr(O, "ONEHOT_MAX_NODES", 10)
     refused("above the limit of 10", load_dataset, path, options={"features_source": "onehot"})
     refused("expected structural, onehot or a .npy", load_dataset, path,
@@ -237,161 +211,6 @@ def test_training_log_says_featureless_once(tmp_path, capsys):
     assert err.count("no node features in the data") == 1
     rec = json.loads((tmp_path / "run" / "run.json").read_text())
     assert rec["features"].startswith("structural")
-
-
-# ------------------------------------------------------------------ Dataset from arrays
-def test_from_arrays_and_edge_index_agree_across_input_types():
-    ref = make_tiny_dataset()
-    a = ref.graph.to_scipy()
-    src, dst = upper_edges(ref.graph)
-    masks = [np.isin(np.arange(ref.num_nodes), i) for i in (ref.train_idx, ref.val_idx,
-                                                             ref.test_idx)]
-    variants = [
-        Dataset.from_arrays(a, ref.labels, ref.features, train=ref.train_idx, val=ref.val_idx,
-                            test=ref.test_idx),
-        Dataset.from_arrays(a.toarray(), ref.labels, ref.features, train=masks[0],
-                            val=masks[1], test=masks[2]),
-        Dataset.from_arrays(torch.from_numpy(a.toarray()).to_sparse(), torch.from_numpy(ref.labels),
-                            torch.from_numpy(np.asarray(ref.features)), train=ref.train_idx,
-                            val=ref.val_idx, test=ref.test_idx),
-        Dataset.from_edge_index(torch.from_numpy(np.stack([src, dst])), ref.labels,
-                                ref.features, train=torch.from_numpy(ref.train_idx),
-                                val=ref.val_idx, test=ref.test_idx),
-        Dataset.from_edge_index(np.stack([dst, src]), ref.labels.tolist(), ref.features,
-                                num_nodes=ref.num_nodes, train=ref.train_idx,
-                                val=ref.val_idx, test=ref.test_idx),
-    ]
-    for ds in variants:
-        assert_same_graph(ds.graph, ref.graph)
-        np.testing.assert_array_equal(dense(ds.features), ref.features)
-        np.testing.assert_array_equal(ds.labels, ref.labels)
-        for s in ("train", "val", "test"):
-            np.testing.assert_array_equal(getattr(ds, f"{s}_idx"), getattr(ref, f"{s}_idx"))
-    multi = Dataset.from_edge_index(np.stack([src, dst]), np.eye(ref.num_nodes, 3), seed=3)
-    assert multi.multilabel and multi.metric == "f1_micro" and multi.meta["featureless"]
-    np.testing.assert_array_equal(multi.train_idx, load_split(ref.num_nodes, 3))
-
-
-def load_split(n, seed):
-    from scalegnn.data._common import seeded_split
-    return seeded_split(n, seed)[0]
-
-
-def test_from_arrays_errors_are_one_line():
-    ref = make_tiny_dataset()
-    a = ref.graph.to_scipy()
-    refused("adjacency is not square", Dataset.from_arrays, np.ones((3, 4)), [0, 1, 2])
-    refused("39 labels for 40 nodes", Dataset.from_arrays, a, ref.labels[:-1])
-    refused("features have 39 rows", Dataset.from_arrays, a, ref.labels, ref.features[:-1])
-    refused("all three of train, val, test", Dataset.from_arrays, a, ref.labels,
-            train=ref.train_idx)
-    refused("edge_index must have shape (2, E)", Dataset.from_edge_index,
-            np.zeros((3, 4), int), ref.labels)
-    refused("out of range for 40 nodes", Dataset.from_edge_index, np.array([[0], [40]]),
-            ref.labels)
-    refused("features contain NaN", Dataset.from_arrays, a, ref.labels,
-            np.full(ref.features.shape, np.nan))
-    refused("class id -1 is negative", Dataset.from_arrays, a, -np.ones(40, int))
-
-
-# ------------------------------------------------------------------ a separate test graph
-def two_graphs(n=400, classes=3, features=12, seed=0):
-    """Two planted-partition graphs drawn independently but with the same class centroids:
-    the same feature space and classes, different nodes and edges."""
-    rng = np.random.default_rng(seed)
-    mu = 2.0 * rng.standard_normal((classes, features))
-    out = []
-    for k in range(2):
-        y = rng.integers(0, classes, n + 50 * k)
-        src = rng.integers(0, y.size, 6 * y.size)
-        dst = np.array([rng.choice(np.flatnonzero(y == y[s])) if rng.random() < 0.8
-                        else rng.integers(0, y.size) for s in src])
-        x = mu[y] + 1.5 * rng.standard_normal((y.size, features))
-        out.append(Dataset.from_edge_index(np.stack([src, dst]), y, x, name=f"g{k}", seed=k))
-    return out
-
-
-def save_npz(ds, path):
-    a = ds.graph.to_scipy()
-    np.savez(path, adj_data=a.data, adj_indices=a.indices, adj_indptr=a.indptr,
-             adj_shape=np.array(a.shape), attr_matrix=dense(ds.features), labels=ds.labels)
-
-
-def small_config(epochs=3):
-    cfg = Config.builtin() if hasattr(Config, "builtin") else Config()
-    return cfg.override([f"phase.end={epochs}", "network.dim=16"])
-
-
-@pytest.mark.parametrize("feature_format", ["dense", "sparse"])
-def test_test_graph_matches_a_reference_evaluation(feature_format):
-    """Testing on the training graph itself through --test-data's path gives the same numbers
-    as scoring every node of the training graph directly (standardization included, for
-    dense features and for CSR ones with the statistics folded into the first layer)."""
-    from scalegnn.train.modes import mode_for
-    from scalegnn.train.trainer import Trainer
-    a, _ = two_graphs()
-    cfg = small_config().override([f"params.feature_format={feature_format}"]).validate()
-    tr = Trainer(mode_for(a, cfg, seed=0, test_dataset=a), cfg, None, progress=False)
-    result = tr.fit()
-    assert result["test_data"]["test_nodes"] == a.num_nodes
-    assert result["test_data"]["test_nodes_from"] == "all nodes"
-    # reference: the trained (best) model's own full-graph scores of every node
-    scores = tr.mode.scores(tr.model).numpy()
-    want = compute_metrics(a.labels, scores, False)
-    assert result["test"] == pytest.approx(want, abs=1e-7)
-    assert tr.mode.test_graph.metrics(tr.model) == pytest.approx(want, abs=1e-7)
-
-
-def test_train_on_one_graph_test_on_another(tmp_path, capsys):
-    a, b = two_graphs()
-    save_npz(a, tmp_path / "a.npz")
-    save_npz(b, tmp_path / "b.npz")
-    run = tmp_path / "run"
-    assert main(["train", "--data", str(tmp_path / "a.npz"), "--test-data",
-                 str(tmp_path / "b.npz"), "--epochs", "4", "--out", str(run), "--no-progress",
-                 "--set", "network.dim=16"]) == 0
-    out = capsys.readouterr().out
-    assert "test is on" in out and "b.npz" in out
-    summary = json.loads((run / "summary.json").read_text())
-    info = summary["test_data"]
-    assert info["test_nodes"] == b.num_nodes == 450 and info["test_nodes_from"] == "all nodes"
-    assert summary["test"]["accuracy"] > 0.8  # the centroids transfer: the task is learnt
-    assert summary["test"] != info["training_graph_test"]
-    rec = json.loads((run / "run.json").read_text())
-    assert rec["test_data"] == str(tmp_path / "b.npz")
-    # resume keeps the test graph; a different one is refused
-    assert main(["train", "--resume", str(run), "--epochs", "5", "--no-progress"]) == 0
-    again = json.loads((run / "summary.json").read_text())
-    assert again["test_data"]["source"] == str(tmp_path / "b.npz")
-    assert main(["train", "--resume", str(run), "--test-data", str(tmp_path / "a.npz")]) == 2
-    assert "a resumed run keeps its recorded value" in capsys.readouterr().err
-
-
-def test_test_graph_mismatches_refused(tmp_path, capsys):
-    a, b = two_graphs(n=120)
-    save_npz(a, tmp_path / "a.npz")
-    narrow = Dataset.from_edge_index(np.stack(b.graph.edge_index()), b.labels,
-                                     dense(b.features)[:, :5])
-    save_npz(narrow, tmp_path / "narrow.npz")
-    more = Dataset.from_edge_index(np.stack(b.graph.edge_index()), b.labels + 1,
-                                   dense(b.features))
-    save_npz(more, tmp_path / "more.npz")
-    for other, needle in (("narrow.npz", "5 features, the training graph has 12"),
-                          ("more.npz", "4 classes, the training graph has 3")):
-        assert main(["train", "--data", str(tmp_path / "a.npz"), "--test-data",
-                     str(tmp_path / other), "--epochs", "1", "--out", str(tmp_path / other)
-                     + ".run", "--no-progress"]) == 2
-        err = capsys.readouterr().err
-        assert needle in err and err.count("\n") == 1, err
-    # modes without a separate test graph refuse it in one line
-    from scalegnn.train.modes import mode_for
-    shadow = Config.from_yaml(REPO / "configs" / "shared" / "cora_shadow.yml")
-    with pytest.raises(ConfigError, match="GraphSAINT mode only"):
-        mode_for(a, shadow, test_dataset=a)
-    assert main(["dist-train", "--nprocs", "1", "--test-data", "x"]) == 2
-    err = capsys.readouterr().err
-    assert "--test-data: a separate test graph is supported by `scalegnn train`" in err
-    assert err.count("\n") == 1
 
 
 def test_data_options_recorded_and_kept_on_resume(tmp_path, capsys):
