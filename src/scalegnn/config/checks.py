@@ -115,7 +115,11 @@ def check_range(name: str, value, rng: Range):
 def check_choice(name: str, value, key: Key):
     """``value`` if it is one of ``key``'s own choices (a tuple; None too when that is the
     default of a key that is not required), else ConfigError naming ``name``."""
-    if value in key.choices or (value is None and key.default is None and not key.required):
+    try:
+        known = value in key.choices
+    except TypeError:   # an unhashable value (a list, a mapping) is no choice of a set
+        known = False
+    if known or (value is None and key.default is None and not key.required):
         return value
     raise ConfigError(f"{name}: {value!r} is not one of {list(key.choices)}")
 
@@ -224,7 +228,8 @@ def check_shadow(sh: dict, given: bool) -> None:
                           f"{sh['cache_dir']!r}")
     exts = [sh["extractors"]] if isinstance(sh["extractors"], dict) else sh["extractors"]
     if not isinstance(exts, list) or not exts or not all(
-            isinstance(e, dict) and e.get("kind") in EXTRACTOR_KEYS for e in exts):
+            isinstance(e, dict) and isinstance(e.get("kind"), str)
+            and e["kind"] in EXTRACTOR_KEYS for e in exts):
         raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings with "
                           f"kind: ppr or kind: khop, got {sh['extractors']!r}")
     if not isinstance(sh["extractors"], (list, dict)) or not sh["extractors"]:

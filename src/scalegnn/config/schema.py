@@ -32,7 +32,7 @@ INT32_MAX = 2**31 - 1
 MAX_EPOCHS = 10**7
 MAX_ARCH_LAYERS = 256
 MAX_ARCH_ORDER = 64
-SAMPLERS = sampling.SAMPLERS
+SAMPLERS = tuple(sampling.SAMPLERS)   # the names of the samplers scalegnn.sampling implements
 
 
 @dataclass(frozen=True)
