@@ -29,7 +29,7 @@ from scalegnn.cli.parser import Parser
 from scalegnn.cli.train import add_run_arguments, resolve_run
 from scalegnn.dist.dataload import load
 from scalegnn.dist.launch import supervise
-from scalegnn.dist.mode import DistributedMode
+from scalegnn.dist.rank import rank_mode
 from scalegnn.dist.partition import partition_dataset
 from scalegnn.dist.plan import PartitionPlan
 from scalegnn.engine.console import format_summary
@@ -155,7 +155,6 @@ def worker_main(argv=None) -> int:
             release_freed_memory()
         if spec.threads > 0:
             set_threads(spec.threads)
-        plan = PartitionPlan.load(plan_dir, world_size=world)
         device = resolve_device(spec.device)
         if device.type == "cuda":
             device = torch.device(f"cuda:{local % max(torch.cuda.device_count(), 1)}")
@@ -163,7 +162,7 @@ def worker_main(argv=None) -> int:
         torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
                                 world_size=world,
                                 timeout=timedelta(seconds=settings["timeout"]))
-        mode = DistributedMode(plan, rank, world, spec.config, device=device)
+        mode = rank_mode(spec, plan_dir, rank, world, device)
         run_dir = spec.run_dir or default_run_dir(plan_dir)
         trainer = Trainer(mode, spec.config, run_dir, seed=spec.seed, device=device,
                           progress=not args.no_progress, resume=spec.resume,

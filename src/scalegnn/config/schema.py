@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from scalegnn import features, sampling
-from scalegnn.dist import partition
+from scalegnn.dist import partition, rank
 from scalegnn.engine import loggers
 from scalegnn.engine.optim import LR_SCHEDULES
 from scalegnn.nn import gin, jk, models, saint
@@ -269,9 +269,12 @@ PHASE = Section("phase", "The sampling schedule: a list of phases, each training
         range=Range(1e-6, 1e6)),
 ))
 
-DISTRIBUTED = Section("distributed", "scalegnn dist-train: partition-parallel full-graph "
-                      "training; phase[-1].end is the number of epochs (one full-graph step "
-                      "each) and the phases' sampler settings are not used.", (
+DISTRIBUTED = Section("distributed", "scalegnn dist-train: how the ranks share the work "
+                      "(distributed.mode). In full-graph mode phase[-1].end is the number of "
+                      "epochs (one full-graph step each) and the phases' sampler settings are "
+                      "not used.", (
+    Key("mode", "full", "full: partition-parallel full-graph training on a plan (BNS-GCN).",
+        choices=Ref.of(rank, "MODES")),
     Key("boundary_p", 1.0, "Probability of keeping each boundary node per epoch (BNS-GCN; 1: "
         "exact).", range=Range(0.0, 1.0, typed=False)),
     Key("timeout", 120.0, "Seconds for init_process_group and for every exchange wait before "
