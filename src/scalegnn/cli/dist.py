@@ -29,7 +29,6 @@ from scalegnn.cli.parser import Parser
 from scalegnn.cli.train import add_run_arguments, resolve_run
 from scalegnn.dist.dataload import load
 from scalegnn.dist.launch import supervise
-from scalegnn.dist.rank import rank_mode
 from scalegnn.dist.partition import partition_dataset
 from scalegnn.dist.plan import PartitionPlan
 from scalegnn.engine.console import format_summary
@@ -38,6 +37,7 @@ from scalegnn.errors import ConfigError, ScaleGNNError
 from scalegnn.threads import release_freed_memory, set_threads
 from scalegnn.train import Trainer
 from scalegnn.train.build import resolve_device
+from scalegnn.train.modes import rank_mode
 
 
 def add_parser(sub):

@@ -19,7 +19,6 @@ import yaml
 from scalegnn.config.schema import (DISTRIBUTED, MAX_ARCH_LAYERS, MAX_ARCH_ORDER, PHASE, SHADOW,
                                     Key, Range, Section)
 from scalegnn.dist.partition import METHODS
-from scalegnn.dist.rank import MODES
 from scalegnn.errors import ConfigError
 from scalegnn.shadow.batch import ADJ_NORMS
 from scalegnn.shadow.mode import EXTRACTOR_KEYS
@@ -241,7 +240,5 @@ def check_shadow(sh: dict, given: bool) -> None:
 def check_distributed(d: dict) -> None:
     """The ``distributed:`` section's values (defaults filled in)."""
     check_limits(DISTRIBUTED, d)
-    if d["mode"] not in MODES:
-        raise ConfigError(f"distributed.mode: {d['mode']!r} is not one of {list(MODES)}")
     if d["method"] not in METHODS:
         raise ConfigError(f"distributed.method: {d['method']!r} is not one of {list(METHODS)}")

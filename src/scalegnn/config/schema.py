@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from scalegnn import features, sampling
-from scalegnn.dist import partition, rank
+from scalegnn.dist import partition
 from scalegnn.engine import loggers
 from scalegnn.engine.optim import LR_SCHEDULES
 from scalegnn.nn import gin, jk, models, saint
@@ -274,7 +274,7 @@ DISTRIBUTED = Section("distributed", "scalegnn dist-train: how the ranks share t
                       "epochs (one full-graph step each) and the phases' sampler settings are "
                       "not used.", (
     Key("mode", "full", "full: partition-parallel full-graph training on a plan (BNS-GCN).",
-        choices=Ref.of(rank, "MODES")),
+        choices=("full",)),
     Key("boundary_p", 1.0, "Probability of keeping each boundary node per epoch (BNS-GCN; 1: "
         "exact).", range=Range(0.0, 1.0, typed=False)),
     Key("timeout", 120.0, "Seconds for init_process_group and for every exchange wait before "

@@ -1,7 +1,8 @@
-"""The single-process modes: :class:`GraphSAINTMode` and :func:`mode_for`, which picks the mode
-a config asks for (GraphSAINT, or shaDow-GNN for a ``shadow:`` section). The protocol every
-mode implements is :class:`scalegnn.engine.mode.Mode`; the one loop is
-:class:`scalegnn.train.Trainer`.
+"""The modes a run trains with: :class:`GraphSAINTMode`; :func:`mode_for`, which picks the
+single-process mode a config asks for (GraphSAINT, or shaDow-GNN for a ``shadow:`` section);
+and :func:`rank_mode`, the mode of one rank of ``scalegnn dist-train`` from
+``distributed.mode``. The protocol every mode implements is :class:`scalegnn.engine.mode.Mode`;
+the one loop is :class:`scalegnn.train.Trainer`.
 
 * :class:`GraphSAINTMode` — sampled node-induced subgraphs (one loader per phase, pre-sampled
   normalization), full-graph layer-wise evaluation.
@@ -16,6 +17,8 @@ import copy
 import torch
 
 from scalegnn.data.transforms import prepared_dataset
+from scalegnn.dist.mode import DistributedMode
+from scalegnn.dist.plan import PartitionPlan
 from scalegnn.engine.checkpoint import dataset_fingerprint
 from scalegnn.engine.evaluate import full_graph_logits
 from scalegnn.engine.metrics import compute_metrics
@@ -159,3 +162,12 @@ def mode_for(dataset, config, *, seed: int = 0, test_dataset=None) -> Mode:
                               "mode only; this config trains shaDow-GNN (its shadow: section)")
         return (LinkMode if link else ShadowMode)(dataset, config, seed=seed)
     return GraphSAINTMode(dataset, config, seed=seed, test_dataset=test_dataset)
+
+
+def rank_mode(spec, plan_dir, rank: int, world: int, device) -> Mode:
+    """The mode of rank ``rank`` of ``world`` in ``scalegnn dist-train`` for the resolved run
+    ``spec``, by its config's ``distributed.mode`` (after the process group is up): ``full``,
+    partition-parallel full-graph training on the plan in ``plan_dir``
+    (:class:`~scalegnn.dist.mode.DistributedMode`)."""
+    plan = PartitionPlan.load(plan_dir, world_size=world)
+    return DistributedMode(plan, rank, world, spec.config, device=device)
