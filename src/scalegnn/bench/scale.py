@@ -281,7 +281,7 @@ def measure(a: dict) -> dict:
                 times.append(t2 - t0)
                 waits.append(t1 - t0)
             del batch
-        produced = max(loader._next_stream - loader.norm.num_subgraphs, 1)
+        produced = max(loader._next_fresh - len(loader._presampled), 1)  # fresh subgraphs
         sampler_s = loader.stats["sample_seconds"] / produced
         queue_batches = loader.pool_depth + loader._chunk + 1
     finally:

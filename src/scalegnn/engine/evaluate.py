@@ -35,6 +35,7 @@ Both paths give the same logits up to float rounding (GEMMs on different row set
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -43,6 +44,7 @@ from scalegnn.features import as_feature_store
 from scalegnn.graph import Graph
 from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops import SparseAdj, spmm
+from scalegnn.shard import SINGLE, Shard
 
 DEFAULT_BATCH_ROWS = 65536
 PATHS = ("auto", "layerwise", "neighbourhood")
@@ -51,30 +53,50 @@ CACHE_BYTES = 2 << 30          # neighbourhood path: rows of the highest-degree 
                                # (at most half the memory budget left once the bases exist)
 
 
-def _layer_full(layer: SAINTLayer, h: torch.Tensor, adj: SparseAdj, batch_rows: int) -> torch.Tensor:
+def _gathered(part: torch.Tensor, shard: Shard) -> torch.Tensor:
+    """Every rank's rows of ``part`` stacked in rank order (``part`` itself on one rank)."""
+    if shard.world == 1:
+        return part
+    return torch.from_numpy(shard.gather_rows(part.detach().cpu().numpy()))
+
+
+def _mine(x, adj: SparseAdj, lo: int, hi: int):
+    """Rows ``lo:hi`` of ``x`` (a tensor, a feature store or ``adj`` itself); all of it as is."""
+    if (lo, hi) == (0, adj.num_rows):
+        return x
+    return adj.row_block(lo, hi) if x is adj else x[lo:hi]
+
+
+def _layer_full(layer: SAINTLayer, h: torch.Tensor, adj: SparseAdj, batch_rows: int,
+                shard: Shard = SINGLE) -> torch.Tensor:
+    """The layer's output for every row; with several ranks each computes its block of rows
+    (of the products the propagation needs too) and the blocks are gathered."""
     n = adj.num_rows
-    out = torch.empty(n, layer.output_dim, dtype=layer.weights[0].dtype)  # h may be CSR
+    lo, hi = shard.block(n)
+    out = torch.empty(hi - lo, layer.output_dim, dtype=layer.weights[0].dtype)  # h may be CSR
     # CSR input (a store, not a tensor): always X W first (the sparse side is X itself)
     narrow = layer.out_dim < layer.in_dim or not isinstance(h, torch.Tensor)
     bases = []  # per hop o >= 1: the matrix whose rows the last Â of Â^o is applied to
     for o in range(1, layer.order + 1):
-        b = h @ layer.weights[o] if narrow else h
+        b = _gathered(_mine(h, adj, lo, hi) @ layer.weights[o], shard) if narrow else h
         for _ in range(o - 1):
-            b = spmm(adj, b)
+            b = _gathered(spmm(_mine(adj, adj, lo, hi), b), shard)
         bases.append(b)
-    for s in range(0, n, batch_rows):
-        e = min(n, s + batch_rows)
+    for s in range(lo, hi, batch_rows):
+        e = min(hi, s + batch_rows)
         block = adj.row_block(s, e)
         terms = [h[s:e] @ layer.weights[0]]
         for o, b in enumerate(bases, start=1):
             t = spmm(block, b)
             terms.append(t if narrow else t @ layer.weights[o])
-        out[s:e] = layer.combine(terms)
-    return out
+        out[s - lo:e - lo] = layer.combine(terms)
+    return _gathered(out, shard)
 
 
-def _dense_full(fn, h: torch.Tensor, batch_rows: int) -> torch.Tensor:
-    return torch.cat([fn(h[s:s + batch_rows]) for s in range(0, h.shape[0], batch_rows)])
+def _dense_full(fn, h: torch.Tensor, batch_rows: int, shard: Shard = SINGLE) -> torch.Tensor:
+    lo, hi = shard.block(h.shape[0])
+    return _gathered(torch.cat([fn(h[s:min(hi, s + batch_rows)])
+                                for s in range(lo, hi, batch_rows)]), shard)
 
 
 def layerwise_bytes(model, num_nodes: int) -> int:
@@ -93,7 +115,7 @@ def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_B
                       adj: SparseAdj | None = None, embeddings: bool = False, *,
                       path: str = "auto", budget: int | None = None,
                       block_bytes: int = BLOCK_BYTES, cache_bytes: int = CACHE_BYTES,
-                      stats: dict | None = None) -> torch.Tensor:
+                      stats: dict | None = None, shard: Shard = SINGLE) -> torch.Tensor:
     """Logits of every node of ``graph`` (row-normalized adjacency ``D⁻¹A``, GraphSAINT's
     evaluation operator), computed in row blocks on the path of the module docstring;
     ``embeddings``: the classifier's input instead, ``model.embed`` (L2-normalized rows).
@@ -103,7 +125,9 @@ def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_B
     :class:`SAINTLayer` (the other families of ``nn/``) run ``model(features, adj)`` on the whole
     graph instead (no row blocking). ``stats`` (a dict) receives the path taken and, on the
     neighbourhood path, its progress, block count, rows recomputed and edge ends read from
-    the cache."""
+    the cache. ``shard`` (data-parallel ranks): each rank computes a block of the rows of every
+    layer (the neighbourhood path: of the last one) and the blocks are gathered, so every rank
+    returns all the logits."""
     if path not in PATHS:
         raise ValueError(f"full_graph_logits: path must be one of {PATHS}, got {path!r}")
     was_training = model.training
@@ -118,20 +142,25 @@ def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_B
         budget = memory_budget() if budget is None else budget
         if path == "auto":
             fits = budget is None or layerwise_bytes(model, adj.num_rows) <= budget
+            # every rank takes the same path (their memory may differ)
+            fits = not shard.all_reduce_sum(np.array([0 if fits else 1], np.int64))[0]
             path = "layerwise" if fits else "neighbourhood"
         if path == "neighbourhood":
-            return neighbourhood_logits(model, adj, h, embeddings, batch_rows=batch_rows,
-                                        budget=budget, block_bytes=block_bytes,
-                                        cache_bytes=cache_bytes, stats=stats)
+            lo, hi = shard.block(adj.num_rows)
+            return _gathered(neighbourhood_logits(
+                model, adj, h, embeddings, batch_rows=batch_rows, budget=budget,
+                block_bytes=block_bytes, cache_bytes=cache_bytes, stats=stats, rows=(lo, hi)),
+                shard)
         if stats is not None:
             stats["path"] = "layerwise"
         for layer in model.layers:
             if layer.order == 0:
-                h = _dense_full(layer, h, batch_rows)
+                h = _dense_full(layer, h, batch_rows, shard)
             else:
-                h = _layer_full(layer, h, adj, batch_rows)
+                h = _layer_full(layer, h, adj, batch_rows, shard)
         if embeddings:
-            return _dense_full(lambda b: F.normalize(b, p=2, dim=1), h, batch_rows)
-        return _dense_full(lambda b: model.classifier(F.normalize(b, p=2, dim=1)), h, batch_rows)
+            return _dense_full(lambda b: F.normalize(b, p=2, dim=1), h, batch_rows, shard)
+        return _dense_full(lambda b: model.classifier(F.normalize(b, p=2, dim=1)), h,
+                           batch_rows, shard)
     finally:
         model.train(was_training)

@@ -156,10 +156,11 @@ def _propagate(block: SparseAdj, src: Rows, cache: _Cache, stats: dict) -> torch
     return out
 
 
-def _block_stops(indptr: np.ndarray, nnz_budget: int, batch_rows: int):
-    """(start, stop) row blocks with ``nnz <= nnz_budget`` (at least one row) and at most
-    ``batch_rows`` rows each."""
-    n, s = indptr.shape[0] - 1, 0
+def _block_stops(indptr: np.ndarray, nnz_budget: int, batch_rows: int, lo: int = 0,
+                 hi: int | None = None):
+    """(start, stop) row blocks of rows ``lo:hi`` (default all) with ``nnz <= nnz_budget`` (at
+    least one row) and at most ``batch_rows`` rows each."""
+    n, s = indptr.shape[0] - 1 if hi is None else hi, lo
     while s < n:
         e = int(np.searchsorted(indptr, indptr[s] + nnz_budget, side="right")) - 1
         e = min(max(e, s + 1), n, s + batch_rows)
@@ -169,14 +170,17 @@ def _block_stops(indptr: np.ndarray, nnz_budget: int, batch_rows: int):
 
 def neighbourhood_logits(model, adj: SparseAdj, h, embeddings: bool, *, batch_rows: int,
                          budget: int | None, block_bytes: int, cache_bytes: int,
-                         stats: dict | None = None) -> torch.Tensor:
+                         stats: dict | None = None, rows: tuple[int, int] | None = None
+                         ) -> torch.Tensor:
     """Logits (or embeddings) of every row of ``adj`` on the neighbourhood path (module doc);
     ``stats`` receives the block count, the rows recomputed and the edge ends read from the
-    cache, and ``rows_done`` of ``rows`` as the blocks finish."""
+    cache, and ``rows_done`` of ``rows`` as the blocks finish. ``rows`` = ``(lo, hi)``: only
+    those output rows (one data-parallel rank's block), in order."""
+    layers, n = list(model.layers), adj.num_rows
+    lo, hi = rows or (0, n)
     st = stats if stats is not None else {}   # updated as blocks finish (progress)
     st.update(path="neighbourhood", blocks=0, recomputed_rows=0, cached_rows=0, cache_rows=0,
-              rows_done=0, rows=adj.num_rows)
-    layers, n = list(model.layers), adj.num_rows
+              rows_done=0, rows=hi - lo)
     graph_idx = [i for i, layer in enumerate(layers) if layer.order > 0]
     last = graph_idx[-1] if graph_idx else len(layers)
     src = Rows.of(h)
@@ -199,8 +203,8 @@ def neighbourhood_logits(model, adj: SparseAdj, h, embeddings: bool, *, batch_ro
     def put(s, e, z):
         nonlocal out
         if out is None:
-            out = torch.empty(n, z.shape[1], dtype=z.dtype)
-        out[s:e] = z
+            out = torch.empty(hi - lo, z.shape[1], dtype=z.dtype)
+        out[s - lo:e - lo] = z
 
     g = layers[last] if last < len(layers) else None
     if g is not None and (g.order > 1 or src.held is not None):
@@ -208,11 +212,11 @@ def neighbourhood_logits(model, adj: SparseAdj, h, embeddings: bool, *, batch_ro
                          adj, budget)
         g = None
     if g is None:  # every remaining layer is row-wise
-        for s in range(0, n, batch_rows):
-            idx = np.arange(s, min(n, s + batch_rows), dtype=np.int64)
+        for s in range(lo, hi, batch_rows):
+            idx = np.arange(s, min(hi, s + batch_rows), dtype=np.int64)
             put(s, idx[-1] + 1, finish(src.fn(idx)))
             st["blocks"] += 1
-            st["rows_done"] = int(idx[-1]) + 1
+            st["rows_done"] = int(idx[-1]) + 1 - lo
     else:
         if budget is None:  # what is left now that the bases exist
             live = memory_budget()
@@ -221,13 +225,13 @@ def neighbourhood_logits(model, adj: SparseAdj, h, embeddings: bool, *, batch_ro
         cache = _Cache(src, adj, cache_bytes, batch_rows)
         st["cache_rows"] = 0 if cache.rows is None else cache.rows.shape[0]
         nnz_budget = max(1, int(block_bytes) // (4 * _TEMPS * src.width))
-        for s, e in _block_stops(adj.indptr, nnz_budget, batch_rows):
+        for s, e in _block_stops(adj.indptr, nnz_budget, batch_rows, lo, hi):
             own = src.fn(np.arange(s, e, dtype=np.int64))
             st["recomputed_rows"] += e - s
             hop = _propagate(adj.row_block(s, e), src, cache, st)
             z = g.combine([own @ g.weights[0], hop @ g.weights[1]])
             put(s, e, finish(z))
             st["blocks"] += 1
-            st["rows_done"] = e
+            st["rows_done"] = e - lo
     return out
 

@@ -9,9 +9,12 @@ Inductive (default): sample ``dataset.train_graph`` (global ids, train-train edg
 plus ``edge_ids``, ``adj_t_perm`` (data_T = data[adj_t_perm]), ``x`` (float32 features of
 ``nodes``, gathered by the feature store: a tensor, or CSR rows for CSR features),
 ``y`` (int64 classes or float32 0/1 matrix) and ``loss_weight`` (minibatch loss =
-sum_i loss_weight[i] * L_i). Batches form one stream: the N pre-sampled subgraphs (stream
-indices 0..N-1) first, then fresh ones N, N+1, ... made by the pool's producer thread; an epoch
-is the next ``len(loader)`` = ceil(|V_train| / expected |V_s|) batches of that stream.
+sum_i loss_weight[i] * L_i). Batches form one stream: the K pre-sampled subgraphs kept (stream
+indices 0..K-1 of the N counted) first, then fresh ones N, N+1, ... made by the pool's producer
+thread; an epoch is the next ``len(loader)`` = ceil(|V_train| / expected |V_s|) batches of that
+stream. With a ``shard`` (rank r of W, data-parallel training), the loader yields the stream's
+positions r, r + W, r + 2W, ... (and pre-samples only its share of the N), so the W ranks
+together see exactly the single-process stream.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from scalegnn.sampling.normalization import Normalization
 from scalegnn.sampling.pool import BatchPool
 from scalegnn.sampling.sampler_base import Subgraph, check_int
 from scalegnn.sampling.samplers import make_sampler
+from scalegnn.shard import SINGLE, Shard
 from scalegnn.threads import trim_heap
 
 
@@ -45,8 +49,10 @@ class GraphSAINTLoader:
 
     def __init__(self, dataset, sampler: str, params: dict, *, transductive: bool = False,
                  coverage: float = 50, normalize: bool = True, seed: int = 0,
-                 num_threads: int | None = None, pool_depth: int = 4, clip_multiple: int = 0):
+                 num_threads: int | None = None, pool_depth: int = 4, clip_multiple: int = 0,
+                 shard: Shard = SINGLE):
         self.dataset = dataset
+        self.shard = shard
         self.transductive = bool(transductive)
         self.seed = int(seed)
         self.pool_depth = check_int("pool_depth", pool_depth, 0)
@@ -63,12 +69,12 @@ class GraphSAINTLoader:
         self.norm, presampled = Normalization.estimate(
             self.sampler, train_idx, dataset.num_nodes, coverage, self.seed, normalize,
             num_threads=num_threads, clip_multiple=self.clip_multiple,
-            keep=self.PRESAMPLE_KEEP_BYTES)
+            keep=self.PRESAMPLE_KEEP_BYTES, shard=shard)
         self.presample_seconds = self.norm.presample_seconds
         self._graph = graph
         self._presampled: list[Subgraph | None] = presampled
-        self._next_presampled = 0
-        self._next_stream = self.norm.num_subgraphs  # stream index of the next fresh one
+        self._next_presampled = 0   # this rank's k-th batch is stream position r + k W:
+        self._next_fresh = len(presampled)  # pre-sampled for k < len(presampled), else fresh
         self._len = max(1, math.ceil(train_idx.size / max(self.sampler.size_budget, 1.0)))
         self._chunk = max(4 * (num_threads or 2), self.pool_depth, 1)
         self._pool: BatchPool | None = None
@@ -100,7 +106,7 @@ class GraphSAINTLoader:
             self._presampled[self._next_presampled] = None  # free as we go
             self._next_presampled += 1
             self._start_pool()
-            batch = self._make_batch(sub, self._next_presampled - 1)
+            batch = self._make_batch(sub, self.stream_index(self._next_presampled - 1))
         elif self.pool_depth == 0:
             batch = self._produce()[0]
         else:
@@ -125,7 +131,7 @@ class GraphSAINTLoader:
         for i in range(skip):
             self._presampled[i] = None
         self._next_presampled = skip
-        self._next_stream = self.norm.num_subgraphs + (position - skip)
+        self._next_fresh = max(position, len(self._presampled))
         self.stats["batches"] = position
 
     # -------------------------------------------------------------- production
@@ -136,15 +142,22 @@ class GraphSAINTLoader:
     def _produce(self) -> list[Batch]:
         """One multi-threaded sampler call; runs in the pool thread (or inline)."""
         count = 1 if self.pool_depth == 0 else self._chunk
-        start = self._next_stream
-        self._next_stream += count
+        start = self.stream_index(self._next_fresh)
+        self._next_fresh += count
+        step = self.shard.world
         t0 = time.perf_counter()
-        subs = self.sampler.sample(count, self.seed, self.num_threads, start=start,
+        subs = self.sampler.sample(count, self.seed, self.num_threads, start=start, step=step,
                                    clip_multiple=self.clip_multiple,
                                    edge_values=self.norm.edge_multiplier,
                                    row_scale="inverse_degree")
         self.stats["sample_seconds"] += time.perf_counter() - t0
-        return [self._make_batch(s, start + i) for i, s in enumerate(subs)]
+        return [self._make_batch(s, start + i * step) for i, s in enumerate(subs)]
+
+    def stream_index(self, k: int) -> int:
+        """The stream index of this rank's ``k``-th batch: stream position ``p = r + k W`` is
+        pre-sampled subgraph ``p`` while ``p < K`` (kept), else fresh subgraph ``N + p - K``."""
+        p = self.shard.rank + k * self.shard.world
+        return p if p < self.norm.num_kept else self.norm.num_subgraphs + p - self.norm.num_kept
 
     def _make_batch(self, sub: Subgraph, stream_index: int) -> Batch:
         t0 = time.perf_counter()

@@ -24,6 +24,7 @@ from scalegnn.errors import ConfigError
 from scalegnn.faults import crash_point
 from scalegnn.sampling._induce_kernels import add_counts
 from scalegnn.sampling.sampler_base import Sampler, Subgraph
+from scalegnn.shard import SINGLE, Shard
 
 MAX_MULTIPLIER = 1e4
 NAN_MULTIPLIER = 0.1
@@ -36,7 +37,7 @@ class Normalization:
     def __init__(self, loss_mask: np.ndarray, *, normalize: bool = True,
                  node_counts: np.ndarray | None = None, edge_counts: np.ndarray | None = None,
                  edge_multiplier: np.ndarray | None = None, loss_weight: np.ndarray | None = None,
-                 num_subgraphs: int = 0, presample_seconds: float = 0.0):
+                 num_subgraphs: int = 0, presample_seconds: float = 0.0, num_kept: int = 0):
         self.loss_mask = loss_mask
         self.normalize = normalize
         self.node_counts = node_counts
@@ -46,17 +47,23 @@ class Normalization:
         self.loss_weight = loss_weight
         """float32 per parent node (None when normalize=False)."""
         self.num_subgraphs = num_subgraphs
+        """N: the pre-sampled subgraphs counted (stream indices 0..N-1)."""
+        self.num_kept = num_kept
+        """The leading pre-sampled subgraphs kept for reuse as the first minibatches."""
         self.presample_seconds = presample_seconds
 
     @classmethod
     def estimate(cls, sampler: Sampler, loss_nodes, num_nodes: int, coverage: float = 50,
                  seed: int = 0, normalize: bool = True, *, num_threads: int | None = None,
-                 clip_multiple: int = 0, keep: bool | int = True
+                 clip_multiple: int = 0, keep: bool | int = True, shard: Shard = SINGLE
                  ) -> tuple["Normalization", list[Subgraph]]:
         """Pre-sample with ``sampler`` (stream indices 0..N-1 of ``seed``) and count.
 
-        Returns the normalization and the N pre-sampled subgraphs (to be reused, in order, as
-        the first minibatches; the next fresh subgraph has stream index N). ``keep=False``
+        Returns the normalization and the pre-sampled subgraphs kept (to be reused, in order,
+        as the first minibatches; ``num_kept`` of them, the next fresh subgraph has stream
+        index N). With a ``shard`` of W ranks, rank r draws and returns the indices
+        ``≡ r (mod W)`` only and the counts are summed over the ranks: every rank gets the
+        single-process normalization for 1/W of the sampling work. ``keep=False``
         counts each chunk and drops it (returns no subgraphs; bounded memory); an integer
         keeps the leading subgraphs up to that many bytes (``Subgraph.nbytes``).
         """
@@ -80,17 +87,19 @@ class Normalization:
         cv = np.zeros(num_nodes, dtype=np.int64)
         ce = np.zeros(sampler.graph.num_edges, dtype=np.int64)
         budget = np.inf if keep is True else (0 if keep is False else int(keep))
-        subs, count, kept_bytes = [], 0, 0
-        for s in _presample(sampler, coverage * sampler.nodes.size, seed, num_threads,
-                            clip_multiple):
+        draws = _Presample(sampler, coverage * sampler.nodes.size, seed, num_threads,
+                           clip_multiple, budget, shard)
+        subs = []
+        for index, s in draws:
             add_counts(cv, s.nodes)
             add_counts(ce, s.edge_ids)
-            count += 1
             crash_point("presample")
-            if len(subs) == count - 1 and kept_bytes + s.nbytes <= budget:
-                subs.append(s)  # only an unbroken prefix: the stream order stays 0, 1, ...
-                kept_bytes += s.nbytes
-        norm = cls.from_counts(cv, ce, count, sampler.graph, mask)
+            if index < draws.kept:
+                subs.append(s)  # an unbroken prefix of this rank's share: indices r, r+W, ...
+        if shard.world > 1:  # every rank: the counts of all N subgraphs (integers: exact)
+            cv, ce = shard.all_reduce_sum(cv), shard.all_reduce_sum(ce)
+        norm = cls.from_counts(cv, ce, draws.count, sampler.graph, mask)
+        norm.num_kept = draws.kept
         norm.presample_seconds = time.perf_counter() - t0
         return norm, subs
 
@@ -127,25 +136,55 @@ class Normalization:
         return m.astype(np.float32) / np.float32(k) if k else np.zeros(m.shape[0], np.float32)
 
 
-def _presample(sampler: Sampler, target: float, seed: int, num_threads, clip_multiple):
-    """Yield subgraphs 0..N-1 of the stream, N the first count with sum |V_s| >= target.
+class _Presample:
+    """Iterates this shard's pre-sampled subgraphs ``(index, subgraph)``, index order.
 
-    Drawn in chunks sized from the running mean |V_s|; the overshoot of the last chunk is
-    dropped so N does not depend on the chunk sizes.
-    """
-    if sampler.deterministic:
-        yield from sampler.sample(1, seed, num_threads, clip_multiple=clip_multiple)
-        return
-    total, done = 0, 0
-    mean = max(sampler.expected_size, 1.0)
-    while total < target:
-        want = int(math.ceil((target - total) / mean))
-        want = min(max(want, 1), 32)  # bounded memory per chunk
-        chunk = sampler.sample(want, seed, num_threads, start=done, clip_multiple=clip_multiple)
-        for s in chunk:
-            done += 1
-            total += s.num_nodes
-            yield s
-            if total >= target:
+    The pre-sample is subgraphs 0..N-1 of the stream, N the first count with
+    sum |V_s| >= ``target`` (one subgraph for a deterministic sampler). They are drawn in
+    rounds sized from the running mean |V_s|; rank r of W draws the indices ``≡ r (mod W)`` of
+    each round and the ranks exchange the sizes, so every rank finds the same N, the same
+    number ``kept`` of leading subgraphs that fit ``budget`` bytes, and the same single-process
+    counts once the ranks' own counts are summed. The overshoot of the last round is dropped,
+    so N does not depend on the round sizes or on W. After the loop: ``count`` = N."""
+
+    def __init__(self, sampler, target, seed, num_threads, clip_multiple, budget, shard):
+        self.sampler, self.target, self.seed = sampler, float(target), seed
+        self.num_threads, self.clip_multiple = num_threads, clip_multiple
+        self.budget, self.shard = budget, shard
+        self.count = 0      # N once the iteration ends
+        self.kept = 0       # leading subgraphs kept (global); final once the prefix broke
+        self._kept_bytes = 0
+        self._open = True   # the kept prefix is still unbroken
+
+    def __iter__(self):
+        w, r = self.shard.world, self.shard.rank
+        total, done = 0.0, 0
+        mean = max(self.sampler.expected_size, 1.0)
+        while True:
+            want = 1 if self.sampler.deterministic else \
+                min(max(int(math.ceil((self.target - total) / mean)), 1), 32)
+            per_rank = int(math.ceil(want / w))
+            mine = self.sampler.sample(per_rank, self.seed, self.num_threads, start=done + r,
+                                       step=w, clip_multiple=self.clip_multiple)
+            sizes = np.array([[s.num_nodes, s.nbytes] for s in mine], np.int64).reshape(-1, 2)
+            block = np.empty((per_rank * w, 2), np.int64)  # global index order
+            for q, part in enumerate(self.shard.all_gather(sizes)):
+                block[q::w] = part
+            cum = total + np.cumsum(block[:, 0])
+            hit = np.flatnonzero(cum >= self.target)
+            stop = 1 if self.sampler.deterministic else \
+                (int(hit[0]) + 1 if hit.size else block.shape[0])
+            for j in range(stop):  # the kept prefix, in global order (the same on every rank)
+                if self._open and self._kept_bytes + block[j, 1] <= self.budget:
+                    self._kept_bytes += int(block[j, 1])
+                    self.kept += 1
+                else:
+                    self._open = False
+            for i, s in enumerate(mine):
+                if w * i + r < stop:
+                    yield done + w * i + r, s
+            if self.sampler.deterministic or hit.size:
+                self.count = done + stop
                 return
-        mean = max(total / done, 1.0)
+            total, done = float(cum[-1]), done + block.shape[0]
+            mean = max(total / done, 1.0)

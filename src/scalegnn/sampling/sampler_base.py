@@ -47,10 +47,10 @@ class Subgraph:
                    + self.transpose_perm.nbytes)
 
 
-def stream_seeds(seed: int, start: int, count: int) -> np.ndarray:
-    """32-bit seed of subgraph ``start + i`` (splitmix64 of the pair (seed, index))."""
+def stream_seeds(seed: int, start: int, count: int, step: int = 1) -> np.ndarray:
+    """32-bit seed of subgraph ``start + i * step`` (splitmix64 of the pair (seed, index))."""
     with np.errstate(over="ignore"):
-        idx = np.arange(start, start + count, dtype=np.uint64)
+        idx = np.arange(start, start + count * step, step, dtype=np.uint64)
         z = np.uint64(int(seed) % (1 << 64)) * np.uint64(0x9E3779B97F4A7C15) + idx \
             * np.uint64(0xD1B54A32D192ED03) + np.uint64(0x632BE59BD9B4E019)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -130,9 +130,10 @@ class Sampler:
         return f"{type(self).__name__}({b}; |nodes|={self.nodes.size})"
 
     def sample(self, count: int, seed: int, num_threads: int | None = None, *, start: int = 0,
-               clip_multiple: int = 0, edge_values: np.ndarray | None = None,
+               step: int = 1, clip_multiple: int = 0, edge_values: np.ndarray | None = None,
                row_scale: np.ndarray | None = None) -> list[Subgraph]:
-        """``count`` subgraphs; subgraph i uses the stream of ``(seed, start + i)``.
+        """``count`` subgraphs; subgraph i is the one of stream index ``start + i * step``
+        (drawn from ``(seed, index)``: a data-parallel rank takes every ``step``-th one).
 
         ``clip_multiple`` > 0 randomly drops nodes (before induction) so that |V_s| is a
         multiple of it (SPEC §2.2 (a); subgraphs smaller than it are kept whole). If
@@ -146,7 +147,7 @@ class Sampler:
         threads = numba.config.NUMBA_NUM_THREADS if num_threads is None else \
             check_int("num_threads", num_threads)
         clip = _positive_int(self.name, "clip_multiple", clip_multiple, minimum=0)
-        seeds = stream_seeds(seed, start, count)
+        seeds = stream_seeds(seed, start, count, check_int("step", step))
         with_data = edge_values is not None or row_scale is not None
         vals = self._edge_values(edge_values)
         inv_degree = isinstance(row_scale, str)

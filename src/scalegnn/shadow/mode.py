@@ -46,6 +46,7 @@ from scalegnn.shadow.labels import label_onehot, num_labels, pair_labels
 from scalegnn.shadow.link import sample_negatives, split_edges
 from scalegnn.shadow.model import ShadowNet
 from scalegnn.shadow.ppr import PPRExtractor
+from scalegnn.shard import SINGLE, Shard
 
 EXTRACTOR_KEYS = {"khop": {"depth": int, "budget": int},
                   "ppr": {"k": int, "alpha": float, "eps": float, "threshold": float}}
@@ -103,8 +104,8 @@ class ShadowMode(Mode):
     name = "shadow"
     pair = False  # a target is one node (LinkMode: a pair of nodes)
 
-    def __init__(self, dataset, config, *, seed: int = 0):
-        self._common(dataset, config, seed)
+    def __init__(self, dataset, config, *, seed: int = 0, shard: Shard = SINGLE):
+        self._common(dataset, config, seed, shard)
         dataset = self.dataset
         self.num_features, self.num_classes = dataset.num_features, dataset.num_classes
         self.multilabel, self.metric = dataset.multilabel, dataset.metric
@@ -117,9 +118,10 @@ class ShadowMode(Mode):
         self.train_idx = np.asarray(dataset.train_idx, dtype=np.int64)
         self._prepared = False
 
-    def _common(self, dataset, config, seed):
+    def _common(self, dataset, config, seed, shard):
         self.dataset, self.config, self.seed = prepared_dataset(dataset, config), config, int(seed)
         self.settings = config.section("shadow")
+        self.shard = shard  # data-parallel: this rank's share of the batches and evaluation
 
     def identity(self) -> dict:
         return {"mode": self.name, "dataset": dataset_fingerprint(self.dataset), "plan": None,
@@ -153,9 +155,27 @@ class ShadowMode(Mode):
                     ex.precompute(targets)
         self._prepared = True
 
-    def num_batches(self, epoch: int) -> int:
+    def epoch_batches(self, epoch: int) -> int:
+        """The single-process epoch's minibatches."""
         self._prepare()
         return max(1, math.ceil(self.train_idx.size / self.settings["batch_size"]))
+
+    def num_batches(self, epoch: int) -> int:
+        return -(-self.epoch_batches(epoch) // self.shard.world)
+
+    def positions(self, epoch: int, skip: int = 0) -> list[int]:
+        """This rank's minibatches of ``epoch`` (after ``skip``): positions r, r + W, ... of
+        the single-process epoch, wrapping past its end so that every rank takes as many."""
+        n, w, r = self.epoch_batches(epoch), self.shard.world, self.shard.rank
+        return [(r + k * w) % n for k in range(skip, self.num_batches(epoch))]
+
+    def _sharded(self, n: int, fn) -> torch.Tensor:
+        """``fn(lo, hi)`` (rows of a result of ``n``) for this rank's block, gathered."""
+        lo, hi = self.shard.block(n)
+        part = fn(lo, hi)
+        if self.shard.world == 1:
+            return part
+        return torch.from_numpy(self.shard.gather_rows(part.numpy()))
 
     def _order(self, epoch: int) -> np.ndarray:
         rng = np.random.default_rng([self.seed, epoch, 0x5AD0])
@@ -171,7 +191,7 @@ class ShadowMode(Mode):
     def batches(self, epoch: int, skip: int = 0):
         order = self._order(epoch)
         bs = self.settings["batch_size"]
-        jobs = [(i, order[i * bs:(i + 1) * bs]) for i in range(skip, self.num_batches(epoch))]
+        jobs = [(i, order[i * bs:(i + 1) * bs]) for i in self.positions(epoch, skip)]
         seed = int(np.random.default_rng([self.seed, epoch]).integers(1 << 62))
 
         def produce(job):
@@ -214,11 +234,14 @@ class ShadowMode(Mode):
         return torch.cat(out) if out else torch.zeros(0, width)
 
     def scores(self, model, targets: np.ndarray) -> torch.Tensor:
-        """Class probabilities of ``targets``, minibatched."""
+        """Class probabilities of ``targets``, minibatched (each rank a block of them)."""
         bs = self.settings["eval_batch_size"]
-        jobs = [targets[s:s + bs] for s in range(0, targets.shape[0], bs)]
-        return model.predict(self.infer(
-            model, lambda t: self._make(t, self.eval_extractors, EVAL_SEED), jobs))
+
+        def block(lo, hi):
+            jobs = [targets[s:min(hi, s + bs)] for s in range(lo, hi, bs)]
+            return model.predict(self.infer(
+                model, lambda t: self._make(t, self.eval_extractors, EVAL_SEED), jobs))
+        return self._sharded(targets.shape[0], block)
 
     def embeddings(self, model, targets: np.ndarray) -> torch.Tensor:
         """The classifier's input for ``targets`` (the same minibatches as :meth:`scores`)."""
@@ -257,8 +280,8 @@ class LinkMode(ShadowMode):
     name = "link"
     pair = True
 
-    def __init__(self, dataset, config, *, seed: int = 0):
-        self._common(dataset, config, seed)
+    def __init__(self, dataset, config, *, seed: int = 0, shard: Shard = SINGLE):
+        self._common(dataset, config, seed, shard)
         dataset = self.dataset
         frac = self.settings["edge_split"]
         if not isinstance(frac, (list, tuple)) or len(frac) != 3:
@@ -301,7 +324,7 @@ class LinkMode(ShadowMode):
         cap = self.settings["pairs_per_epoch"]
         return order[:cap] if cap > 0 else order
 
-    def num_batches(self, epoch: int) -> int:
+    def epoch_batches(self, epoch: int) -> int:
         self._prepare()
         return max(1, math.ceil(self._order(epoch).size / self.settings["batch_size"]))
 
@@ -338,14 +361,18 @@ class LinkMode(ShadowMode):
             dst = np.concatenate([pos[1, idx], nd])
             label = np.concatenate([np.ones(idx.shape[0]), np.zeros(ns.shape[0])])
             return self._pairs(src, dst, label, seed + i)
-        yield from prefetch(produce, range(skip, self.num_batches(epoch)), depth=2)
+        yield from prefetch(produce, self.positions(epoch, skip), depth=2)
 
     def pair_scores(self, model, pairs: np.ndarray) -> np.ndarray:
-        """One logit per pair, minibatched."""
+        """One logit per pair, minibatched (each rank a block of them)."""
         bs = self.settings["eval_batch_size"]
-        make = lambda s: self._pairs(pairs[0, s:s + bs], pairs[1, s:s + bs],  # noqa: E731
-                                     np.zeros(min(bs, pairs.shape[1] - s)), EVAL_SEED)
-        return self.infer(model, make, range(0, pairs.shape[1], bs)).reshape(-1).numpy()
+
+        def block(lo, hi):
+            make = lambda s: self._pairs(  # noqa: E731
+                pairs[0, s:min(hi, s + bs)], pairs[1, s:min(hi, s + bs)],
+                np.zeros(min(hi, s + bs) - s), EVAL_SEED)
+            return self.infer(model, make, range(lo, hi, bs)).reshape(-1, 1)
+        return self._sharded(pairs.shape[1], block).reshape(-1).numpy()
 
     def evaluate(self, model, splits) -> dict:
         out = {}

@@ -27,6 +27,7 @@ from scalegnn.errors import ConfigError
 from scalegnn.ops import SparseAdj
 from scalegnn.sampling import GraphSAINTLoader
 from scalegnn.shadow.mode import LinkMode, ShadowMode
+from scalegnn.shard import SINGLE, Shard
 from scalegnn.train.transfer import TestGraph
 
 
@@ -36,8 +37,10 @@ class GraphSAINTMode(Mode):
 
     name = "graphsaint"
 
-    def __init__(self, dataset, config, *, seed: int = 0, test_dataset=None):
+    def __init__(self, dataset, config, *, seed: int = 0, test_dataset=None,
+                 shard: Shard = SINGLE):
         raw = dataset
+        self.shard = shard  # data-parallel: this rank's share of the stream and evaluation
         self.dataset, self.config, self.seed = prepared_dataset(dataset, config), config, int(seed)
         dataset = self.dataset
         self.num_features, self.num_classes = dataset.num_features, dataset.num_classes
@@ -70,7 +73,8 @@ class GraphSAINTMode(Mode):
             transductive=params["transductive"], coverage=params["sample_coverage"],
             normalize=params["norm_loss"] and params["norm_aggr"],
             seed=self.seed + 1000 * phase_index, num_threads=threads,
-            pool_depth=params["pool_depth"], clip_multiple=params["clip_multiple"])
+            pool_depth=params["pool_depth"], clip_multiple=params["clip_multiple"],
+            shard=self.shard)
 
     def loader(self, epoch: int):
         """The loader of ``epoch``'s phase, positioned where the stream stands."""
@@ -84,11 +88,13 @@ class GraphSAINTMode(Mode):
         return self._loader
 
     def num_batches(self, epoch: int) -> int:
-        return len(self.loader(epoch))
+        """The epoch's batches (of this rank: the single-process epoch divided among the
+        ranks, rounded up; the stream goes on across epochs, so no batch is drawn twice)."""
+        return -(-len(self.loader(epoch)) // self.shard.world)
 
     def batches(self, epoch: int, skip: int = 0):
         loader = self.loader(epoch)
-        for _ in range(len(loader) - skip):
+        for _ in range(self.num_batches(epoch) - skip):
             yield loader.next_batch()
 
     def state_dict(self) -> dict:
@@ -121,7 +127,7 @@ class GraphSAINTMode(Mode):
             model = copy.deepcopy(model).cpu()
         return full_graph_logits(model, self.dataset.graph, self.dataset.features,
                                  self.config.params["eval_batch_rows"], adj=self.full_adj(),
-                                 embeddings=embeddings)
+                                 embeddings=embeddings, shard=self.shard)
 
     def scores(self, model, nodes=None) -> torch.Tensor:
         """Class probabilities of ``nodes`` (default: every node), rows in that order; the
@@ -152,16 +158,17 @@ class GraphSAINTMode(Mode):
         return {"test_data": {**self.test_graph.info(), "training_graph_test": self._own_test}}
 
 
-def mode_for(dataset, config, *, seed: int = 0, test_dataset=None) -> Mode:
+def mode_for(dataset, config, *, seed: int = 0, test_dataset=None, shard: Shard = SINGLE) -> Mode:
     """The single-process mode a config asks for: shaDow-GNN when it has a ``shadow:`` section,
-    GraphSAINT otherwise. ``test_dataset``: a separate test graph (GraphSAINT mode only)."""
+    GraphSAINT otherwise. ``test_dataset``: a separate test graph (GraphSAINT mode only);
+    ``shard``: this rank's share of a data-parallel run's batches and evaluation."""
     if "shadow" in config.sections:
         link = config.section("shadow")["task"] == "link"
         if test_dataset is not None:
             raise ConfigError("--test-data: a separate test graph is supported in GraphSAINT "
                               "mode only; this config trains shaDow-GNN (its shadow: section)")
-        return (LinkMode if link else ShadowMode)(dataset, config, seed=seed)
-    return GraphSAINTMode(dataset, config, seed=seed, test_dataset=test_dataset)
+        return (LinkMode if link else ShadowMode)(dataset, config, seed=seed, shard=shard)
+    return GraphSAINTMode(dataset, config, seed=seed, test_dataset=test_dataset, shard=shard)
 
 
 def rank_mode(spec, plan_dir, rank: int, world: int, device) -> Mode:
