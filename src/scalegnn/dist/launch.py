@@ -1,50 +1,87 @@
 """Starting and watching the ranks of a distributed run on this host (what each rank runs is
 :func:`scalegnn.cli.dist.worker_main`).
 
-* :func:`supervise` — ``scalegnn dist-train``: starts the ranks on this host (env://
+* :func:`supervise` — ``scalegnn dist-train --nprocs K``: starts the ranks on this host (env://
   rendezvous on a free port) and watches them; when one fails the others are stopped, and the
   failing rank's own one-line error is what the user sees (no launcher traceback).
-* :func:`spawn_local` — starts K ranks (used by :func:`supervise` and by tests that must see how
-  the surviving ranks react when one dies).
+* :func:`spawn_local` / :func:`spawn_ranks` — start ranks (used by :func:`supervise`, by the
+  multi-host launcher :mod:`scalegnn.dist.elastic`, and by tests that must see how the
+  surviving ranks react when one dies).
+* :func:`tie_to_launcher` — run first by every rank: it dies with the process that started it
+  (Linux parent-death signal), so no rank outlives its launcher. A launcher that holds the run
+  directory's lock passes the lock's file descriptor to its ranks (``lock_fd``): the lock is
+  then held until the last of them is gone, even when the launcher is killed first.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
 from scalegnn.errors import DistError
 
 STOP_GRACE_S = 5.0  # after one rank fails, seconds the others get to exit on their own
+KILL_AFTER_S = 3.0  # after SIGTERM, seconds before a rank that is still there gets SIGKILL
+LAUNCHER_ENV = "SCALEGNN_LAUNCHER_PID"  # set for every rank: the process it must die with
+ELASTIC_ENV = "SCALEGNN_ELASTIC"  # set by the multi-host launcher: a lost peer exits PEER_EXIT
+RESUME_ENV = "SCALEGNN_RESUME"  # "1": the launcher restarted the job; a new run resumes
+PEER_EXIT = 3  # under the multi-host launcher: a rank that lost a peer (not the cause)
+_PR_SET_PDEATHSIG = 1
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                       socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def spawn_ranks(ranks: Sequence[int], world: int, worker_argv: list[str], *, master: tuple,
+                env=None, lock_fd: int | None = None, **popen_kw) -> list[subprocess.Popen]:
+    """Start ranks ``ranks`` of ``world`` (``python -m scalegnn.dist``), their process group's
+    store at ``master`` = (address, port), hosted by rank 0."""
+    procs = []
+    for local, r in enumerate(ranks):
+        e = dict(os.environ if env is None else env)
+        e.update(RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(local),
+                 LOCAL_WORLD_SIZE=str(len(ranks)), MASTER_ADDR=str(master[0]),
+                 MASTER_PORT=str(master[1]))
+        e[LAUNCHER_ENV] = str(os.getpid())
+        e.setdefault("OMP_NUM_THREADS", "1")  # K ranks share the cores; avoid oversubscription
+        procs.append(subprocess.Popen([sys.executable, "-m", "scalegnn.dist", *worker_argv], env=e,
+                                      pass_fds=() if lock_fd is None else (lock_fd,), **popen_kw))
+    return procs
 
 
 def spawn_local(nprocs: int, worker_argv: list[str], *, env=None, **popen_kw) -> list[subprocess.Popen]:
     """Start ``nprocs`` ranks of ``python -m scalegnn.dist`` with env:// rendezvous."""
-    port = free_port()
-    procs = []
-    for r in range(nprocs):
-        e = dict(os.environ if env is None else env)
-        e.update(RANK=str(r), WORLD_SIZE=str(nprocs), LOCAL_RANK=str(r),
-                 MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        e.setdefault("OMP_NUM_THREADS", "1")  # K ranks share the cores; avoid oversubscription
-        procs.append(subprocess.Popen([sys.executable, "-m", "scalegnn.dist", *worker_argv],
-                                      env=e, **popen_kw))
-    return procs
+    return spawn_ranks(range(nprocs), nprocs, worker_argv, master=("127.0.0.1", free_port()),
+                       env=env, **popen_kw)
 
 
-def supervise(nprocs: int, worker_argv: list[str], *, env=None) -> int:
+def stop(procs: list[subprocess.Popen], grace: float = KILL_AFTER_S) -> None:
+    """SIGTERM the ranks still running, SIGKILL those still there after ``grace`` seconds."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def supervise(nprocs: int, worker_argv: list[str], *, env=None, lock_fd: int | None = None) -> int:
     """Run ``nprocs`` local ranks to the end. Returns 0, or the exit status of the first rank
     that failed (its one-line error is already on stderr); the other ranks are then stopped."""
-    procs = spawn_local(nprocs, worker_argv, env=env)
+    procs = spawn_local(nprocs, worker_argv, env=env, lock_fd=lock_fd)
     failed, deadline = None, None
     try:
         while True:
@@ -62,15 +99,7 @@ def supervise(nprocs: int, worker_argv: list[str], *, env=None) -> int:
     except KeyboardInterrupt:
         failed = (None, 130)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop(procs, STOP_GRACE_S)
     if failed is None:
         return 0
     rank, code = failed
@@ -78,3 +107,18 @@ def supervise(nprocs: int, worker_argv: list[str], *, env=None) -> int:
         return code
     why = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
     raise DistError(f"dist-train: rank {rank} {why}")
+
+
+def tie_to_launcher() -> None:
+    """Make this rank die (SIGKILL) when the process that started it dies; exit at once if it
+    is already gone (it died before this call). A no-op off Linux."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    launcher = os.environ.get(LAUNCHER_ENV)
+    if launcher and launcher.isdigit() and os.getppid() != int(launcher):
+        os._exit(1)  # orphaned before the signal was armed: the launcher is gone
