@@ -1,23 +1,29 @@
 """``scalegnn dist-train --nprocs K --plan PLAN ...``: distributed full-graph training (BNS-GCN)
-on this host; partitions first when given ``--data`` and ``--parts``. :func:`worker_main` is
-what every rank runs (``python -m scalegnn.dist``, also under ``torchrun -m scalegnn.dist``):
-it reads RANK / WORLD_SIZE / LOCAL_RANK from the environment, picks gloo (CPU) or NCCL (CUDA),
-joins the process group with the configured timeout, loads only its own plan folder and runs
-the one training loop with a :class:`~scalegnn.dist.mode.DistributedMode`.
+on this host; partitions first when given ``--data`` and ``--parts``. With ``--nnodes N
+--node-rank I --rdzv HOST:PORT`` one such command runs on each of N hosts, and with
+``--max-restarts M`` a job that loses a rank or a host restarts from its last checkpoint
+(:mod:`scalegnn.dist.elastic`). :func:`worker_main` is what every rank runs (``python -m
+scalegnn.dist``, also under ``torchrun -m scalegnn.dist``): it reads RANK / WORLD_SIZE /
+LOCAL_RANK from the environment, picks gloo (CPU) or NCCL (CUDA), joins the process group with
+the configured timeout, builds its mode (:func:`~scalegnn.train.modes.rank_mode`) and runs the
+one training loop; a rank of a restarted job (``TORCHELASTIC_RESTART_COUNT`` > 0, as torchrun sets
+it, on any rank) resumes the run from ``last.pt``.
 
 Everything that can be checked without the ranks is checked here, before any rank starts: the
 config (same schema and validation as ``scalegnn train``), the device, the plan (and that it was
-made from ``--data``), and the run directory (locked here for the whole run). A mistake is one
-line and exit status 2.
+made from ``--data``), the rendezvous flags, and the run directory (locked here, on node 0, for
+the whole run). A mistake is one line and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
 import traceback
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -28,12 +34,15 @@ from scalegnn.cli.data import add_data_arguments
 from scalegnn.cli.parser import Parser
 from scalegnn.cli.train import add_run_arguments, resolve_run
 from scalegnn.dist.dataload import load
-from scalegnn.dist.launch import supervise
+from scalegnn.dist.elastic import HostJob, run_host
+from scalegnn.dist.launch import (ELASTIC_ENV, PEER_EXIT, RESUME_ENV, free_port, supervise,
+                                  tie_to_launcher)
 from scalegnn.dist.partition import partition_dataset
 from scalegnn.dist.plan import PartitionPlan
+from scalegnn.dist.rdzv import Endpoint, check_serves, local_address, parse_endpoint, wait_reachable
 from scalegnn.engine.console import format_summary
 from scalegnn.engine.rundir import COMMAND_ENV, LOCK_ENV, RunDir
-from scalegnn.errors import ConfigError, ScaleGNNError
+from scalegnn.errors import ConfigError, DistError, ScaleGNNError
 from scalegnn.threads import release_freed_memory, set_threads
 from scalegnn.train import Trainer
 from scalegnn.train.build import resolve_device
@@ -41,8 +50,28 @@ from scalegnn.train.modes import rank_mode
 
 
 def add_parser(sub):
-    p = sub.add_parser("dist-train", help="partition-parallel full-graph training (K local ranks)")
+    p = sub.add_parser("dist-train", help="partition-parallel full-graph training (K ranks per "
+                                          "host, one host or several)")
     p.add_argument("--nprocs", type=int, required=True, help="ranks to start on this host")
+    p.add_argument("--nnodes", type=int, default=1,
+                   help="hosts in the job, each running this command with its own --node-rank "
+                        "(default 1)")
+    p.add_argument("--node-rank", type=int, default=0, dest="node_rank",
+                   help="this host's index 0..N-1: node I runs ranks I*K..I*K+K-1; node 0 serves "
+                        "the rendezvous and writes the run directory (default 0)")
+    p.add_argument("--rdzv", metavar="HOST:PORT",
+                   help="where the command with --node-rank 0 serves the rendezvous (torch's "
+                        "c10d store; HOST is one of node 0's addresses); needed with --nnodes > 1")
+    p.add_argument("--local-addr", metavar="ADDR", dest="local_addr",
+                   help="this host's address for the rendezvous and the ranks' store (default: "
+                        "the address this host uses to reach --rdzv)")
+    p.add_argument("--rdzv-timeout", type=float, default=300.0, metavar="SECONDS",
+                   dest="rdzv_timeout",
+                   help="seconds to wait for the rendezvous to answer, then for all hosts to "
+                        "join it (again after each restart) (default 300)")
+    p.add_argument("--max-restarts", type=int, default=0, dest="max_restarts",
+                   help="when a rank or a host dies, restart the job from its last checkpoint up "
+                        "to N times; a lost host rejoins by running its command again (default 0)")
     p.add_argument("--data", help="dataset; with --parts, partition it into --plan first, "
                                   "else check that --plan was made from it")
     p.add_argument("--parts", type=int, help="partition --data into this many parts first")
@@ -72,16 +101,61 @@ def _worker_argv(args, spec, plan, run_dir) -> list[str]:
     return argv
 
 
-def run(args) -> int:
-    if args.nprocs < 1:
-        raise ConfigError(f"--nprocs: must be >= 1, got {args.nprocs}")
+def _check_launch_flags(args) -> None:
+    for flag, value, low in (("--nprocs", args.nprocs, 1), ("--nnodes", args.nnodes, 1),
+                             ("--max-restarts", args.max_restarts, 0)):
+        if value < low:
+            raise ConfigError(f"{flag}: must be >= {low}, got {value}")
+    if not 0 <= args.node_rank < args.nnodes:
+        raise ConfigError(f"--node-rank {args.node_rank}: must be in 0..{args.nnodes - 1} "
+                          f"(--nnodes {args.nnodes})")
+    if not args.rdzv_timeout > 0:
+        raise ConfigError(f"--rdzv-timeout: must be > 0 seconds, got {args.rdzv_timeout:g}")
+    if args.nnodes > 1 and args.rdzv is None:
+        raise ConfigError("--rdzv HOST:PORT: needed with --nnodes > 1 (where the command with "
+                          "--node-rank 0 serves the rendezvous)")
+    if args.nnodes > 1 and args.parts is not None:
+        raise ConfigError("--parts: with --nnodes > 1 partition once (scalegnn partition make "
+                          "DATA --parts K --out PLAN) and pass --plan PLAN on every host")
     if args.test_data is not None:
         raise ConfigError("--test-data: a separate test graph is supported by `scalegnn train` "
                           "(GraphSAINT mode) only; dist-train tests on its plan's graph")
+
+
+def _elastic(args) -> bool:
+    """Launch through the rendezvous (several hosts, or restarts); else as before: K local
+    ranks watched by :func:`~scalegnn.dist.launch.supervise`."""
+    return (args.nnodes > 1 or args.rdzv is not None or args.local_addr is not None
+            or args.max_restarts > 0)
+
+
+def _host_job(args, spec, run_dir: Path) -> HostJob:
+    """The rendezvous flags, checked (one line each) before the run directory is touched."""
+    timeout = args.rdzv_timeout
+    if args.rdzv is None:  # one host with restarts: a rendezvous of its own
+        endpoint = Endpoint("127.0.0.1", free_port(), "127.0.0.1")
+    else:
+        endpoint = parse_endpoint(args.rdzv, timeout)
+    local = local_address(args.local_addr, endpoint, timeout)
+    if args.node_rank == 0:
+        check_serves(endpoint)
+    else:
+        wait_reachable(endpoint, timeout)
+    run = f"{spec.config.to_yaml()}\nseed {spec.seed}\nresume {spec.resume}"
+    return HostJob(nnodes=args.nnodes, node_rank=args.node_rank, nprocs=args.nprocs,
+                   endpoint=endpoint, local_addr=local, timeout=timeout,
+                   max_restarts=args.max_restarts, run_dir=run_dir,
+                   fingerprint=hashlib.sha256(run.encode()).hexdigest()[:16], worker_argv=[])
+
+
+def run(args) -> int:
+    _check_launch_flags(args)
     spec, plan_dir = resolve_dist_run(args)
+    world = args.nnodes * args.nprocs
     parts = spec.config.section("distributed")["parts"]
-    if parts and parts != args.nprocs:
-        raise ConfigError(f"distributed.parts {parts} must equal --nprocs {args.nprocs}")
+    if parts and parts != world:
+        raise ConfigError(f"distributed.parts {parts} must equal --nprocs {args.nprocs}"
+                          + (f" x --nnodes {args.nnodes}" if args.nnodes > 1 else ""))
     resolve_device(spec.device)
     if args.parts is not None:
         if args.data is None:
@@ -91,20 +165,34 @@ def run(args) -> int:
         method = args.method or spec.config.section("distributed")["method"]
         partition_dataset(load(args.data, options=spec.data_options), args.parts, plan_dir,
                           method=method)
-    plan = PartitionPlan.load(plan_dir, world_size=args.nprocs)  # refuse early, one line
-    for r in range(plan.parts):
-        plan.rank(r, mmap=True)  # every rank folder readable and consistent
+    plan = PartitionPlan.load(plan_dir, world_size=world)  # refuse early, one line
+    first = args.node_rank * args.nprocs
+    for r in range(first, first + args.nprocs):
+        plan.rank(r, mmap=True)  # this host's rank folders readable and consistent
     if args.data is not None and args.parts is None:
         plan.check_graph(load(args.data, options=spec.data_options).graph, source=args.data)
+    if args.nnodes > 1 and spec.run_dir is None:
+        raise ConfigError("--out: needed with --nnodes > 1 (every host names the same run "
+                          "directory, on a folder they share)")
     run_dir = spec.run_dir or default_run_dir(plan_dir)
-    run = RunDir(run_dir, resume=spec.resume, overwrite=spec.overwrite)  # locked for the run
+    job = _host_job(args, spec, run_dir) if _elastic(args) else None
+    # node 0 writes the run directory and holds its lock; its ranks inherit the lock
+    run = RunDir(run_dir, resume=spec.resume, overwrite=spec.overwrite) \
+        if args.node_rank == 0 else None
     try:
         env = dict(os.environ)
-        env[LOCK_ENV] = str(run.path.resolve())
         env[COMMAND_ENV] = "\x1f".join(["scalegnn", *sys.argv[1:]])  # no NUL in env
-        return supervise(args.nprocs, _worker_argv(args, spec, plan_dir, run.path), env=env)
+        if run is not None:
+            env[LOCK_ENV] = str(run.path.resolve())
+        lock_fd = getattr(run, "_lock_fd", None)
+        argv = _worker_argv(args, spec, plan_dir, run_dir)
+        if job is None:
+            return supervise(args.nprocs, argv, env=env, lock_fd=lock_fd)
+        job.worker_argv, job.env, job.lock_fd = argv, env, lock_fd
+        return run_host(job)
     finally:
-        run.close()
+        if run is not None:
+            run.close()
 
 
 def add_worker_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -143,11 +231,30 @@ def default_run_dir(plan: Path) -> Path:
     return Path("runs") / f"{plan.resolve().name}-dist-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def _restarted(run_dir: Path, rank: int, world: int, device) -> bool:
+    """Whether a new-run command resumes instead: an elastic launcher restarted the job (ours
+    says so in RESUME_ENV; torchrun's sets TORCHELASTIC_RESTART_COUNT > 0, but a host whose
+    agent was restarted counts from 0, so any rank decides) and rank 0 sees the run's
+    config.yml (a job that died before writing it starts over). Every rank answers the same."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ:
+        return False
+    again = os.environ.get(RESUME_ENV) == "1" or \
+        int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0) > 0
+    flags = torch.tensor([int(again), int(rank == 0 and (run_dir / "config.yml").is_file())],
+                         dtype=torch.int64, device=device)
+    if world > 1:
+        torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
+    return bool(flags[0].item()) and bool(flags[1].item())
+
+
 def worker_main(argv=None) -> int:
+    tie_to_launcher()  # never outlive the launcher (it may be SIGKILLed)
     args = add_worker_arguments(Parser(prog="python -m scalegnn.dist")).parse_args(argv)
     rank = int(os.environ.get("RANK", 0))
     world = int(os.environ.get("WORLD_SIZE", 1))
     local = int(os.environ.get("LOCAL_RANK", rank))
+    if int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0) > 0:
+        os.environ.pop("SCALEGNN_TEST_KILL_AT", None)  # tests' crash points: first attempt only
     try:
         spec, plan_dir = resolve_dist_run(args)
         settings = spec.config.section("distributed")
@@ -162,8 +269,10 @@ def worker_main(argv=None) -> int:
         torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
                                 world_size=world,
                                 timeout=timedelta(seconds=settings["timeout"]))
-        mode = rank_mode(spec, plan_dir, rank, world, device)
         run_dir = spec.run_dir or default_run_dir(plan_dir)
+        if not spec.resume and _restarted(run_dir, rank, world, device):
+            spec = replace(spec, resume=True, overwrite=False)
+        mode = rank_mode(spec, plan_dir, rank, world, device)
         trainer = Trainer(mode, spec.config, run_dir, seed=spec.seed, device=device,
                           progress=not args.no_progress, resume=spec.resume,
                           overwrite=spec.overwrite,
@@ -174,7 +283,8 @@ def worker_main(argv=None) -> int:
             print(format_summary(result, run_dir), flush=True)
     except ScaleGNNError as e:
         print(f"scalegnn: error: {e}", file=sys.stderr, flush=True)
-        os._exit(2)  # a dead peer can hang gloo's teardown: leave without it
+        lost_peer = isinstance(e, DistError) and os.environ.get(ELASTIC_ENV) == "1"
+        os._exit(PEER_EXIT if lost_peer else 2)  # a dead peer can hang gloo's teardown: leave
     except KeyboardInterrupt:
         os._exit(130)
     except Exception as e:  # torch's own failures: still one line and no hang
@@ -193,4 +303,8 @@ def worker_main(argv=None) -> int:
         torch.distributed.destroy_process_group()
     except Exception:
         pass
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # the run is complete: skip the interpreter's teardown of torch's C++ objects, where a
+    # rank whose peers (rank 0's store among them) left first has been seen to abort (SIGABRT)
+    os._exit(0)
