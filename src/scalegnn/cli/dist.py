@@ -53,10 +53,10 @@ def add_parser(sub):
     p = sub.add_parser("dist-train", help="partition-parallel full-graph training (K ranks per "
                                           "host, one host or several)")
     p.add_argument("--nprocs", type=int, required=True, help="ranks to start on this host")
-    p.add_argument("--nnodes", type=int, default=1,
+    p.add_argument("--nnodes", type=int, default=1, metavar="N",
                    help="hosts in the job, each running this command with its own --node-rank "
                         "(default 1)")
-    p.add_argument("--node-rank", type=int, default=0, dest="node_rank",
+    p.add_argument("--node-rank", type=int, default=0, dest="node_rank", metavar="I",
                    help="this host's index 0..N-1: node I runs ranks I*K..I*K+K-1; node 0 serves "
                         "the rendezvous and writes the run directory (default 0)")
     p.add_argument("--rdzv", metavar="HOST:PORT",
@@ -69,7 +69,7 @@ def add_parser(sub):
                    dest="rdzv_timeout",
                    help="seconds to wait for the rendezvous to answer, then for all hosts to "
                         "join it (again after each restart) (default 300)")
-    p.add_argument("--max-restarts", type=int, default=0, dest="max_restarts",
+    p.add_argument("--max-restarts", type=int, default=0, dest="max_restarts", metavar="N",
                    help="when a rank or a host dies, restart the job from its last checkpoint up "
                         "to N times; a lost host rejoins by running its command again (default 0)")
     p.add_argument("--data", help="dataset; with --parts, partition it into --plan first, "
