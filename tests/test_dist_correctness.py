@@ -3,6 +3,9 @@ same (all-reduced) weight gradients over 3 Adam steps, float64, dropout 0, to 1e
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -60,7 +63,12 @@ def _worker(rank, world, port, plan_dir, out_dir, overlap):
         losses.append(tr.train_step(batch))
         grads.append(torch.cat([p.grad.reshape(-1) for p in tr.params]).numpy().copy())
     np.savez(f"{out_dir}/rank{rank}.npz", loss=np.array(losses), grads=np.stack(grads))
+    mode.close()
     dist.destroy_process_group()
+    # no interpreter finalization: gloo work objects that still hold DDP's Python comm-hook
+    # callbacks can abort it (the rank's results are written); the CLI worker leaves alike
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def reference(ds: Dataset):
@@ -72,7 +80,7 @@ def reference(ds: Dataset):
     model = build_model(ds.num_features, ds.num_classes, hidden=net["dim"], arch=net["arch"],
                         aggr=net["aggr"], bias=net["bias"], dropout=0.0).double()
     adj = SparseAdj.from_graph(ds.graph.row_normalized(dtype=np.float64), dtype=np.float64)
-    x = torch.as_tensor(ds.features, dtype=torch.float64)
+    x = torch.as_tensor(np.asarray(ds.features), dtype=torch.float64)
     y = torch.as_tensor(ds.labels)
     w = torch.zeros(ds.num_nodes, dtype=torch.float64)
     w[ds.train_idx] = 1.0 / ds.train_idx.size

@@ -5,6 +5,8 @@ rank whose peer sends late waits (share near 0) while the late rank itself does 
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -17,8 +19,6 @@ pytestmark = pytest.mark.dist
 
 
 def _worker(rank, world, port, plan_dir, out_dir, overlap, delay):
-    import os
-
     import torch.distributed as dist
 
     from scalegnn.dist.mode import DistributedMode
@@ -39,7 +39,12 @@ def _worker(rank, world, port, plan_dir, out_dir, overlap, delay):
         stats["layers"] = exchanged_layers(tr.model, overlap)
         with open(f"{out_dir}/stats.json", "w") as f:
             json.dump(stats, f)
+    mode.close()
     dist.destroy_process_group()
+    # no interpreter finalization: gloo work objects that still hold DDP's Python comm-hook
+    # callbacks can abort it (the rank's results are written); the CLI worker leaves alike
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def _run(tmp_path, method, world, overlap, delay=""):

@@ -18,6 +18,7 @@ import yaml
 
 from scalegnn.config.schema import (DISTRIBUTED, MAX_ARCH_LAYERS, MAX_ARCH_ORDER, PHASE, SHADOW,
                                     Key, Range, Section)
+from scalegnn.dist.ddp import COMPRESSIONS
 from scalegnn.dist.partition import METHODS
 from scalegnn.errors import ConfigError
 from scalegnn.shadow.batch import ADJ_NORMS
@@ -240,5 +241,8 @@ def check_shadow(sh: dict, given: bool) -> None:
 def check_distributed(d: dict) -> None:
     """The ``distributed:`` section's values (defaults filled in)."""
     check_limits(DISTRIBUTED, d)
+    if d["compression"] not in COMPRESSIONS:
+        raise ConfigError(f"distributed.compression: {d['compression']!r} is not one of "
+                          f"{list(COMPRESSIONS)}")
     if d["method"] not in METHODS:
         raise ConfigError(f"distributed.method: {d['method']!r} is not one of {list(METHODS)}")

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from scalegnn import features, sampling
-from scalegnn.dist import partition
+from scalegnn.dist import ddp, partition
 from scalegnn.engine import loggers
 from scalegnn.engine.optim import LR_SCHEDULES
 from scalegnn.nn import gin, jk, models, saint
@@ -273,8 +273,12 @@ DISTRIBUTED = Section("distributed", "scalegnn dist-train: how the ranks share t
                       "(distributed.mode). In full-graph mode phase[-1].end is the number of "
                       "epochs (one full-graph step each) and the phases' sampler settings are "
                       "not used.", (
-    Key("mode", "full", "full: partition-parallel full-graph training on a plan (BNS-GCN).",
-        choices=("full",)),
+    Key("mode", "full", "full: partition-parallel full-graph training on a plan (BNS-GCN); "
+        "data: data-parallel minibatch training of any single-process config (GraphSAINT or "
+        "shaDow-GNN), every rank holding the whole graph.", choices=("full", "data")),
+    Key("compression", "none", "Gradients' type on the wire of the bucketed all-reduce "
+        "(DistributedDataParallel): none (the parameters' own), fp16 or bf16.",
+        choices=Ref.of(ddp, "COMPRESSIONS")),
     Key("boundary_p", 1.0, "Probability of keeping each boundary node per epoch (BNS-GCN; 1: "
         "exact).", range=Range(0.0, 1.0, typed=False)),
     Key("timeout", 120.0, "Seconds for init_process_group and for every exchange wait before "

@@ -103,4 +103,6 @@ class DataParallelMode(Mode):
         self.inner.load_state_dict(state)
 
     def close(self) -> None:
+        """Stop the inner mode's threads and release DDP (before the process group goes)."""
         self.inner.close()
+        self.sync = None

@@ -20,16 +20,30 @@ COMPRESSIONS = {"none": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 """The values of ``distributed.compression``: the gradients' type on the wire."""
 
 
+class _Call(torch.nn.Module):
+    """``fn(model, *inputs)`` as a module with ``model``'s parameters (a forward that is not
+    ``model.forward``, e.g. the overlapped distributed one, under DDP)."""
+
+    def __init__(self, model: torch.nn.Module, fn):
+        super().__init__()
+        self.model, self.fn = model, fn
+
+    def forward(self, *inputs):
+        return self.fn(self.model, *inputs)
+
+
 class GradientSync:
-    """DDP around ``model`` on ``shard``'s process group; ``module`` is what forward calls."""
+    """DDP around ``model`` on ``shard``'s process group; ``module`` is what forward calls
+    (``model(*inputs)``, or ``forward(model, *inputs)`` when given)."""
 
     def __init__(self, model: torch.nn.Module, shard, *, compression: str = "none",
-                 bucket_mb: float = 25.0):
+                 bucket_mb: float = 25.0, forward=None):
         device = shard.device
         self.shard = shard
         self.wire = COMPRESSIONS[compression]
         self.module = DistributedDataParallel(
-            model, device_ids=[device] if device.type == "cuda" else None,
+            model if forward is None else _Call(model, forward),
+            device_ids=[device] if device.type == "cuda" else None,
             process_group=shard.group, forward_sync_buffers=False, bucket_cap_mb=bucket_mb)
         self.module.register_comm_hook(self, _all_reduce_hook)
         self.reset()

@@ -5,10 +5,12 @@ Each rank owns the rows of its plan folder; its "batch" is the partition as a
 :class:`~scalegnn.batch.Batch` with a rectangular adjacency (inner columns, then boundary
 columns owned by other ranks). Per epoch (one step): sample boundary nodes (``boundary_p``),
 forward with the boundary exchange before every graph layer, loss over the rank's training nodes
-with weight ``1 / |V_train|`` of the WHOLE graph, backward (boundary gradients go back to their
-owners), one all-reduce (SUM) of the flattened weight gradients together with the loss, so
+with weight ``W / |V_train|`` of the WHOLE graph (W ranks), backward (boundary gradients go back
+to their owners) while torch's DistributedDataParallel averages the weight gradients in buckets
+as they become ready (:class:`~scalegnn.dist.ddp.GradientSync`, on a process group of its own),
+so the average is the SUM of the ranks' 1/|V_train|-weighted gradients and
 
-    Σ_ranks loss_r = (1/|V_train|) Σ_{v ∈ V_train} L_v = the single-process full-batch loss
+    mean_ranks loss_r = (1/|V_train|) Σ_{v ∈ V_train} L_v = the single-process full-batch loss
 
 and every rank applies the same update. Evaluation runs the exact exchange (p = 1, no dropout)
 and gathers every rank's predictions to every rank, so all ranks agree on the best epoch.
@@ -26,9 +28,11 @@ import torch
 import torch.distributed as dist
 
 from scalegnn.batch import Batch
+from scalegnn.dist.ddp import GradientSync
 from scalegnn.dist.exchange import BoundaryExchange, peer_error
 from scalegnn.dist.forward import overlapped_forward
 from scalegnn.dist.plan import PartitionPlan
+from scalegnn.dist.shard import TorchShard
 from scalegnn.engine.metrics import compute_metrics
 from scalegnn.engine.mode import Mode
 from scalegnn.errors import PlanError
@@ -37,7 +41,7 @@ from scalegnn.memory import peak_rss_bytes, rss_bytes
 
 RANK_FIELDS = ("epoch_s", "compute_s", "comm_s", "wait_s", "allreduce_s", "bytes_sent",
                "bytes_recv", "kept_boundary", "peak_rss_mb", "cuda_peak_mb", "base_rss_mb",
-               "overlap_s", "fwd_wait_s", "rows_sent", "overlap_share")
+               "overlap_s", "fwd_wait_s", "rows_sent", "overlap_share", "allreduce_exposed_s")
 
 
 def peak_rss_mb() -> float:
@@ -79,7 +83,8 @@ class DistributedMode(Mode):
         lab = np.asarray(part.labels)
         y = torch.as_tensor(lab, device=self.device,
                             dtype=self.dtype if self.multilabel else torch.int64)
-        w = np.asarray(part.train_mask, dtype=np.float64) / max(plan.num_train, 1)
+        # W / |V_train|: DDP averages over the W ranks, which makes the SUM of 1/|V_train| losses
+        w = np.asarray(part.train_mask, dtype=np.float64) * world / max(plan.num_train, 1)
         n_in = part.num_inner
         self.batch = Batch(
             nodes=np.asarray(part.inner), x=x, y=y,
@@ -90,7 +95,11 @@ class DistributedMode(Mode):
             meta={"rank": rank})
         self.ex = BoundaryExchange(part, device=self.device, dtype=self.dtype,
                                    timeout=self.settings["timeout"])  # seed: setup()
-        self.allreduce_s = 0.0
+        # the gradients' all-reduces on a group of their own: they run while backward's
+        # boundary exchanges (point-to-point on the default group) are in flight
+        self.shard = TorchShard(group=dist.new_group(), device=self.device,
+                                timeout=self.settings["timeout"])
+        self.sync = None
         self._t_epoch = None
 
     def identity(self) -> dict:
@@ -115,6 +124,8 @@ class DistributedMode(Mode):
     def setup(self, model, seed: int) -> None:
         self.ex.seed = int(seed)  # boundary draws hash (seed, epoch, receiver, node)
         torch.manual_seed(seed * 1000 + 7919 * (self.rank + 1))  # dropout masks differ per rank
+        self.sync = GradientSync(model, self.shard, compression=self.settings["compression"],
+                                 forward=self._forward)
 
     # ------------------------------------------------------------------ collectives
     def _collective(self, fn, what: str) -> float:
@@ -170,52 +181,57 @@ class DistributedMode(Mode):
         if skip:
             return
         self.ex.stats.reset()
-        self.allreduce_s = 0.0
+        self.sync.reset()
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         self._t_epoch = time.perf_counter()
         self.ex.sample(epoch, self.settings["boundary_p"])
         yield self.batch
 
-    def forward(self, model, batch) -> torch.Tensor:
+    def _forward(self, model, x) -> torch.Tensor:
         if self.settings["overlap"]:
-            return overlapped_forward(model, batch.x, self.ex)
-        return model(batch.x, self.ex.adj, exchange=self.ex)
+            return overlapped_forward(model, x, self.ex)
+        return model(x, self.ex.adj, exchange=self.ex)
+
+    def forward(self, model, batch) -> torch.Tensor:
+        if torch.is_grad_enabled():    # training: through DDP (gradients averaged in backward)
+            return self.sync.module(batch.x)
+        return self._forward(model, batch.x)
 
     def reduce(self, params, loss: torch.Tensor) -> float:
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
-                          for p in params] + [loss.detach().reshape(1).to(params[0].dtype)])
-        self.allreduce_s += self._collective(lambda: dist.all_reduce(flat, op=dist.ReduceOp.SUM),
-                                             "all-reduce of gradients")
-        off = 0
-        for p in params:
-            k = p.numel()
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            p.grad.copy_(flat[off:off + k].view_as(p))
-            off += k
-        return float(flat[-1].item())
+        """DDP has averaged the gradients in backward; the step's loss is the ranks' mean."""
+        self.sync.step_done()
+        return self.shard.mean(float(loss.detach()))
 
     def epoch_stats(self) -> dict:
         epoch_s = time.perf_counter() - self._t_epoch if self._t_epoch else 0.0
         st = self.ex.stats
-        mine = [epoch_s, epoch_s - st.comm_s - self.allreduce_s, st.comm_s, st.wait_s,
-                self.allreduce_s, st.bytes_sent, st.bytes_recv, self.ex.num_kept, peak_rss_mb(),
+        exposed = self.sync.exposed_s
+        mine = [epoch_s, epoch_s - st.comm_s - exposed, st.comm_s, st.wait_s,
+                self.sync.busy_s, st.bytes_sent, st.bytes_recv, self.ex.num_kept, peak_rss_mb(),
                 torch.cuda.max_memory_allocated(self.device) / 2**20
                 if self.device.type == "cuda" else 0.0, self.base_rss_mb, st.overlap_s,
-                st.fwd_wait_s, st.rows_sent, _share(st.overlap_s, st.fwd_wait_s)]
+                st.fwd_wait_s, st.rows_sent, _share(st.overlap_s, st.fwd_wait_s), exposed]
         ranks = self.gather(torch.tensor(mine, dtype=torch.float64)).numpy()
         # overlapped share: of the time forward rows were in flight, the part local compute
         # filled (the rest is fwd_wait_s, blocked); 0 without the overlapped forward
         share = _share(float(ranks[:, RANK_FIELDS.index("overlap_s")].sum()),
                        float(ranks[:, RANK_FIELDS.index("fwd_wait_s")].sum()))
+        busy = float(ranks[:, RANK_FIELDS.index("allreduce_s")].sum())
+        hidden = 1 - float(ranks[:, RANK_FIELDS.index("allreduce_exposed_s")].sum()) / busy \
+            if busy > 0 else 0.0
         return {"p": self.settings["boundary_p"], "overlap_share": share,
+                "allreduce_hidden_share": min(1.0, max(0.0, hidden)),
                 "ranks": [dict(zip(RANK_FIELDS, map(float, r))) for r in ranks]}
 
     def summary_extra(self) -> dict:
         peaks = self.gather(torch.tensor([peak_rss_mb()], dtype=torch.float64)).reshape(-1)
         return {"world_size": self.world, "boundary_p": self.settings["boundary_p"],
                 "plan": str(self.plan.root), "peak_rss_mb": [float(v) for v in peaks]}
+
+    def close(self) -> None:
+        """Release DDP (before the process group goes; evaluation runs without it)."""
+        self.sync = None
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
