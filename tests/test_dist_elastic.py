@@ -8,7 +8,8 @@
 * no restarts left: both launchers end within 30 s of the rank's death with one line naming it,
   no rank is left, and ``--resume`` afterwards ends with the uninterrupted run's metrics;
 * the ranks hold the run directory's lock with their launcher, so a second command on that
-  directory is refused in one line while one runs, and die with their launcher (SIGKILL).
+  directory is refused in one line while one runs, and die with their launcher (SIGKILL);
+* under ``torchrun --max-restarts`` too, restarted ranks (TORCHELASTIC_RESTART_COUNT > 0) resume.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -120,7 +122,7 @@ def jobs(pool, plan, reference, tmp_path_factory):
     out = {kid: pool.submit(_killed_rank, tmp_path_factory.mktemp(kid), plan, rank, kill)
            for kid, rank, kill in KILLS}
     for name, fn in (("no-restarts", _no_restarts), ("host-lost", _host_lost),
-                     ("launcher-killed", _launcher_killed)):
+                     ("launcher-killed", _launcher_killed), ("torchrun", _torchrun)):
         cwd = tmp_path_factory.mktemp(name)
         out[name] = (cwd, pool.submit(fn, cwd, plan))
     return out
@@ -259,3 +261,19 @@ def test_ranks_hold_the_lock_and_die_with_their_launcher(jobs, reference):
     rc, err = facts["resume"]
     assert rc == 0, err
     assert outcome(tmp_path / "run") == outcome(reference.result())
+
+
+def _torchrun(cwd: Path, plan: Path):
+    from scalegnn.dist.launch import free_port
+    env = env_with(SCALEGNN_TEST_KILL_AT="eval:2", SCALEGNN_TEST_KILL_RANK="1")
+    return subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--max-restarts",
+         "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "-m",
+         "scalegnn.dist", "--plan", str(plan), *RUN, "--out", "run"],
+        cwd=cwd, capture_output=True, text=True, timeout=240, env=env)
+
+
+def test_torchrun_restart_resumes_bit_identical(jobs, reference):
+    tmp_path, r = jobs["torchrun"][0], jobs["torchrun"][1].result()
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert_resumed_once(tmp_path / "run", reference.result())

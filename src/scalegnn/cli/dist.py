@@ -247,6 +247,18 @@ def _restarted(run_dir: Path, rank: int, world: int, device) -> bool:
     return bool(flags[0].item()) and bool(flags[1].item())
 
 
+def _attempt_store(timeout: timedelta):
+    """Under torchrun (its agent's store shared with the ranks), the store of this attempt: the
+    agent's store outlives a restart with the previous attempt's keys, and gloo would connect
+    to the dead ranks' addresses; a prefix per attempt. None otherwise (env://)."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    store = torch.distributed.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                                       is_master=False, timeout=timeout)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT") or "0"
+    return torch.distributed.PrefixStore(f"scalegnn/attempt-{attempt}/", store)
+
+
 def worker_main(argv=None) -> int:
     tie_to_launcher()  # never outlive the launcher (it may be SIGKILLed)
     args = add_worker_arguments(Parser(prog="python -m scalegnn.dist")).parse_args(argv)
@@ -266,9 +278,10 @@ def worker_main(argv=None) -> int:
         if device.type == "cuda":
             device = torch.device(f"cuda:{local % max(torch.cuda.device_count(), 1)}")
             torch.cuda.set_device(device)
+        timeout = timedelta(seconds=settings["timeout"])
         torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
-                                world_size=world,
-                                timeout=timedelta(seconds=settings["timeout"]))
+                                             world_size=world, timeout=timeout,
+                                             store=_attempt_store(timeout))
         run_dir = spec.run_dir or default_run_dir(plan_dir)
         if not spec.resume and _restarted(run_dir, rank, world, device):
             spec = replace(spec, resume=True, overwrite=False)
