@@ -275,7 +275,9 @@ DISTRIBUTED = Section("distributed", "scalegnn dist-train: how the ranks share t
                       "not used.", (
     Key("mode", "full", "full: partition-parallel full-graph training on a plan (BNS-GCN); "
         "data: data-parallel minibatch training of any single-process config (GraphSAINT or "
-        "shaDow-GNN), every rank holding the whole graph.", choices=("full", "data")),
+        "shaDow-GNN), every rank holding the whole graph; partition: partition-parallel "
+        "GraphSAINT minibatches on a plan (every rank computes its rows of the same subgraph "
+        "and exchanges the subgraph's boundary rows).", choices=("full", "data", "partition")),
     Key("compression", "none", "Gradients' type on the wire of the bucketed all-reduce "
         "(DistributedDataParallel): none (the parameters' own), fp16 or bf16.",
         choices=Ref.of(ddp, "COMPRESSIONS")),

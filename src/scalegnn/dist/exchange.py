@@ -85,33 +85,28 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-class BoundaryExchange:
-    """Holds one rank's static maps (from its :class:`~scalegnn.dist.plan.RankPart`) and the
-    current epoch's sampled state; calling it is the model's exchange hook."""
+class RowExchange:
+    """The communication of a partitioned graph layer: rank ``rank`` owns ``n_in`` inner rows;
+    per graph layer it sends peer j the inner rows ``send_rows[j]`` and receives
+    ``recv_counts[j]`` boundary rows from every peer j of ``recv_peers`` (in that order: the
+    local adjacency's boundary columns are sorted by owner). ``adj`` (= ``[Â_in | Â_bd]``) and
+    ``split`` (the two halves) are the local adjacency the forward multiplies. Calling it is the
+    model's exchange hook; subclasses set the maps (a plan's, or one minibatch's)."""
 
-    def __init__(self, part, *, device, dtype, timeout: float, seed: int = 0):
-        self.part = part
-        self.rank, self.parts = part.rank, part.parts
-        self.n_in = part.num_inner
+    def __init__(self, rank: int, *, device, dtype, timeout: float):
+        self.rank = rank
         self.device, self.dtype = torch.device(device), dtype
         self.timeout = timedelta(seconds=float(timeout))
-        self.seed = int(seed)
         self.stats = CommStats()
-        self.recv_peers = [j for j in range(self.parts) if part.recv_ptr[j + 1] > part.recv_ptr[j]]
-        self.send_peers = [j for j in range(self.parts) if part.send_ptr[j + 1] > part.send_ptr[j]]
-        self._inv_deg = np.where(part.deg_full > 0, 1.0 / np.maximum(part.deg_full, 1), 0.0)
-        self._rows = np.repeat(np.arange(self.n_in, dtype=np.int64), np.diff(part.indptr))
-        self.full_adj = self._build_adj(np.ones(part.num_boundary, dtype=bool), 1.0)
-        self.full_split = split_adj(self.full_adj, self.n_in)
-        self._bd_t = self.full_split[1].t()   # boundary x inner: sampling selects its rows
-        self.split = self.full_split
-        self._adj, self._keep, self._p = self.full_adj, None, 1.0  # _keep/_p: lazy `adj`
-        self._set_state({j: torch.as_tensor(part.send_rows(j), device=self.device)
-                         for j in self.send_peers},
-                        {j: int(part.recv_ptr[j + 1] - part.recv_ptr[j]) for j in self.recv_peers})
-        self.full_state = (self.send_rows, self.recv_counts, self.full_adj, self.full_split)
-        # global ids of the rows each peer may request, in that peer's boundary order
-        self._send_nodes = {j: np.asarray(part.inner)[part.send_rows(j)] for j in self.send_peers}
+        self.n_in = 0
+        self.recv_peers, self.send_peers = [], []
+        self.send_rows, self.recv_counts = {}, {}
+        self.split = None
+
+    @property
+    def num_kept(self) -> int:
+        """Boundary rows received per layer."""
+        return int(sum(self.recv_counts.values()))
 
     # ------------------------------------------------------------------ requests with timeout
     def _wait(self, reqs, what: str):
@@ -142,6 +137,84 @@ class BoundaryExchange:
     def _swap(self, sends: dict, recvs: dict, tag: int, what: str):
         """Post every irecv then every isend, wait for all."""
         self._wait(self._post(sends, recvs, tag, what), what)
+
+    # ------------------------------------------------------------------ per-layer swaps
+    def post_forward(self, h: torch.Tensor, layer: int):
+        """Post irecv of the kept boundary rows and isend of the requested inner rows of ``h``;
+        return a handle for :meth:`finish_forward` (compute may run in between)."""
+        t0 = time.perf_counter()
+        recv = torch.empty(self.num_kept, h.shape[1], dtype=h.dtype, device=h.device)
+        views, off = {}, 0
+        for j in self.recv_peers:                 # boundary is sorted by owner: contiguous blocks
+            views[j] = recv[off:off + self.recv_counts[j]]
+            off += self.recv_counts[j]
+        sends = {j: h.index_select(0, self.send_rows[j]).contiguous() for j in self.send_peers}
+        self.stats.rows_sent += sum(t.shape[0] for t in sends.values())
+        exchange_delay(self.rank)                # test hook: a late sender (no-op otherwise)
+        what = f"forward exchange of layer {layer}"
+        reqs = self._post(sends, views, _TAG_LAYER + 2 * layer, what)
+        self.stats.comm_s += time.perf_counter() - t0
+        return recv, reqs, sends, what
+
+    def finish_forward(self, handle) -> torch.Tensor:
+        recv, reqs, _sends, what = handle        # _sends kept alive until the sends complete
+        t0 = time.perf_counter()
+        self._wait(reqs, what)
+        self.stats.fwd_wait_s += time.perf_counter() - t0
+        self.stats.comm_s += time.perf_counter() - t0
+        return recv
+
+    def forward_rows(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+        """Send requested inner rows, receive kept boundary rows (in column order)."""
+        return self.finish_forward(self.post_forward(h, layer))
+
+    def backward_rows(self, grad_boundary: torch.Tensor, grad_inner: torch.Tensor, layer: int):
+        """Return boundary-row gradients to their owners; add the ones received into inner rows."""
+        t0 = time.perf_counter()
+        f = grad_inner.shape[1]
+        sends, off = {}, 0
+        for j in self.recv_peers:
+            sends[j] = grad_boundary[off:off + self.recv_counts[j]].contiguous()
+            off += self.recv_counts[j]
+        recvs = {j: torch.empty(self.send_rows[j].shape[0], f, dtype=grad_inner.dtype,
+                                device=grad_inner.device) for j in self.send_peers}
+        self._swap(sends, recvs, _TAG_LAYER + 2 * layer + 1, f"backward exchange of layer {layer}")
+        for j, buf in recvs.items():
+            if buf.numel():
+                grad_inner.index_add_(0, self.send_rows[j], buf)
+        self.stats.comm_s += time.perf_counter() - t0
+
+    def __call__(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+        if h.shape[0] != self.n_in:
+            raise ValueError(f"exchange: expected {self.n_in} inner rows, got {h.shape[0]}")
+        return _Exchange.apply(h, self, layer)
+
+
+class BoundaryExchange(RowExchange):
+    """Holds one rank's static maps (from its :class:`~scalegnn.dist.plan.RankPart`) and the
+    current epoch's sampled state; calling it is the model's exchange hook."""
+
+    def __init__(self, part, *, device, dtype, timeout: float, seed: int = 0):
+        super().__init__(part.rank, device=device, dtype=dtype, timeout=timeout)
+        self.part = part
+        self.parts = part.parts
+        self.n_in = part.num_inner
+        self.seed = int(seed)
+        self.recv_peers = [j for j in range(self.parts) if part.recv_ptr[j + 1] > part.recv_ptr[j]]
+        self.send_peers = [j for j in range(self.parts) if part.send_ptr[j + 1] > part.send_ptr[j]]
+        self._inv_deg = np.where(part.deg_full > 0, 1.0 / np.maximum(part.deg_full, 1), 0.0)
+        self._rows = np.repeat(np.arange(self.n_in, dtype=np.int64), np.diff(part.indptr))
+        self.full_adj = self._build_adj(np.ones(part.num_boundary, dtype=bool), 1.0)
+        self.full_split = split_adj(self.full_adj, self.n_in)
+        self._bd_t = self.full_split[1].t()   # boundary x inner: sampling selects its rows
+        self.split = self.full_split
+        self._adj, self._keep, self._p = self.full_adj, None, 1.0  # _keep/_p: lazy `adj`
+        self._set_state({j: torch.as_tensor(part.send_rows(j), device=self.device)
+                         for j in self.send_peers},
+                        {j: int(part.recv_ptr[j + 1] - part.recv_ptr[j]) for j in self.recv_peers})
+        self.full_state = (self.send_rows, self.recv_counts, self.full_adj, self.full_split)
+        # global ids of the rows each peer may request, in that peer's boundary order
+        self._send_nodes = {j: np.asarray(part.inner)[part.send_rows(j)] for j in self.send_peers}
 
     # ------------------------------------------------------------------ per-epoch sampling
     def _build_adj(self, keep: np.ndarray, p: float) -> SparseAdj:
@@ -224,62 +297,6 @@ class BoundaryExchange:
             if all(a is not f for f in full):
                 a._t = None
                 a._torch.clear()
-
-    @property
-    def num_kept(self) -> int:
-        return int(sum(self.recv_counts.values()))
-
-    # ------------------------------------------------------------------ per-layer swaps
-    def post_forward(self, h: torch.Tensor, layer: int):
-        """Post irecv of the kept boundary rows and isend of the requested inner rows of ``h``;
-        return a handle for :meth:`finish_forward` (compute may run in between)."""
-        t0 = time.perf_counter()
-        recv = torch.empty(self.num_kept, h.shape[1], dtype=h.dtype, device=h.device)
-        views, off = {}, 0
-        for j in self.recv_peers:                 # boundary is sorted by owner: contiguous blocks
-            views[j] = recv[off:off + self.recv_counts[j]]
-            off += self.recv_counts[j]
-        sends = {j: h.index_select(0, self.send_rows[j]).contiguous() for j in self.send_peers}
-        self.stats.rows_sent += sum(t.shape[0] for t in sends.values())
-        exchange_delay(self.rank)                # test hook: a late sender (no-op otherwise)
-        what = f"forward exchange of layer {layer}"
-        reqs = self._post(sends, views, _TAG_LAYER + 2 * layer, what)
-        self.stats.comm_s += time.perf_counter() - t0
-        return recv, reqs, sends, what
-
-    def finish_forward(self, handle) -> torch.Tensor:
-        recv, reqs, _sends, what = handle        # _sends kept alive until the sends complete
-        t0 = time.perf_counter()
-        self._wait(reqs, what)
-        self.stats.fwd_wait_s += time.perf_counter() - t0
-        self.stats.comm_s += time.perf_counter() - t0
-        return recv
-
-    def forward_rows(self, h: torch.Tensor, layer: int) -> torch.Tensor:
-        """Send requested inner rows, receive kept boundary rows (in column order)."""
-        return self.finish_forward(self.post_forward(h, layer))
-
-    def backward_rows(self, grad_boundary: torch.Tensor, grad_inner: torch.Tensor, layer: int):
-        """Return boundary-row gradients to their owners; add the ones received into inner rows."""
-        t0 = time.perf_counter()
-        f = grad_inner.shape[1]
-        sends, off = {}, 0
-        for j in self.recv_peers:
-            sends[j] = grad_boundary[off:off + self.recv_counts[j]].contiguous()
-            off += self.recv_counts[j]
-        recvs = {j: torch.empty(self.send_rows[j].shape[0], f, dtype=grad_inner.dtype,
-                                device=grad_inner.device) for j in self.send_peers}
-        self._swap(sends, recvs, _TAG_LAYER + 2 * layer + 1, f"backward exchange of layer {layer}")
-        for j, buf in recvs.items():
-            if buf.numel():
-                grad_inner.index_add_(0, self.send_rows[j], buf)
-        self.stats.comm_s += time.perf_counter() - t0
-
-    def __call__(self, h: torch.Tensor, layer: int) -> torch.Tensor:
-        if h.shape[0] != self.n_in:
-            raise ValueError(f"exchange: expected {self.n_in} inner rows, got {h.shape[0]}")
-        return _Exchange.apply(h, self, layer)
-
 
 def split_adj(adj: SparseAdj, n_in: int) -> tuple[SparseAdj, SparseAdj]:
     """``[Â_in | Â_bd]``: the inner columns (n_in x n_in) and the boundary columns
