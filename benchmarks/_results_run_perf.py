@@ -200,7 +200,7 @@ def run_shp(extra: list[str]) -> list[dict]:
         _, meta = run_command(scalegnn(
             "partition", "shp", data, "--parts", parts, "--sampler", "rw", "--budget",
             "num_root=500,depth=2", "--theta", "0.1", "--delta", "0.5", "--eval-batches", "200",
-            "--out", str(out)))
+            "--json", str(out)))
         res = json.loads(out.read_text())
     meta["command"] = meta["command"].replace(str(out), f"runs/partition/shp_{stem}.json")
     keep = ("parts", "batches", "nets_needed", "hp_volume", "hp_sem", "shp_volume", "shp_sem",

@@ -56,11 +56,14 @@ def test_partition_shp_cli(tmp_path, capsys):
     pytest.importorskip("mtkahypar")
     rc = cli_main(["partition", "shp", DATA, "--parts", "2", "--sampler", "rw",
                    "--budget", "num_root=20,depth=2", "--theta", "0.2", "--eval-batches", "10",
-                   "--out", str(tmp_path / "s.json")])
+                   "--json", str(tmp_path / "s.json"), "--out", str(tmp_path / "plan")])
     assert rc == 0
     res = json.loads((tmp_path / "s.json").read_text())
     (row,) = res["rows"]
     assert row["nets"] >= row["nets_needed"] and row["hp_volume"] >= 0 and row["shp_volume"] >= 0
+    plan = PartitionPlan.load(tmp_path / "plan", world_size=2)       # the SHP partition as a plan
+    assert plan.meta["method"].startswith("shp/rw") and plan.assignment().max() == 1
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["plan"] == str(tmp_path / "plan")
 
 
 def test_make_is_the_default_subcommand(tmp_path, capsys):
@@ -99,6 +102,7 @@ def test_partition_alone_lists_its_subcommands(capsys):
     (["partition", "make", "--parts", "2", "--report"], "missing DATA"),
     (["partition", "shp", DATA, "--parts", "2", "--budget", "num_root"], "--budget"),
     (["partition", "shp", DATA, "--parts", "2", "--theta", "0"], "--theta"),
+    (["partition", "shp", DATA, "--parts", "2,4", "--out", "p"], "single --parts"),
 ])
 def test_partition_cli_refusals(argv, msg, capsys):
     assert cli_main(argv) == 2

@@ -6,8 +6,9 @@ partitions (``scalegnn partition DATA ...`` is ``partition make DATA ...``).
   imbalance, partitioning time). ``--report`` without ``--out`` only measures.
 * ``partition compare DATA --methods hp,gp,rp --parts 4,8,16,32 --out T.json [--plot T.png]`` —
   the accounting table of every method and part count, as JSON and a plot.
-* ``partition shp DATA --parts 4,8 --sampler rw --budget num_root=500,depth=2`` — expected
-  communication volume of fresh random minibatches under HP vs SHP (stochastic hypergraph).
+* ``partition shp DATA --parts 4,8 --sampler rw --budget num_root=500,depth=2 [--json T.json]``
+  — expected communication volume of fresh random minibatches under HP vs SHP (stochastic
+  hypergraph); ``--parts K --out PLAN`` also writes the SHP partition as a plan.
 
 ``metis`` and ``random`` remain aliases of ``gp`` and ``rp``.
 """
@@ -19,7 +20,7 @@ import json
 from scalegnn.dist.compare import (compare, format_table, method_spec, parse_list, plot, report_row,
                                    write_json)
 from scalegnn.dist.dataload import load
-from scalegnn.dist.partition import canonical, partition_dataset
+from scalegnn.dist.partition import canonical, partition_dataset, write_plan
 from scalegnn.dist.shp import compare_shp, parse_budget, plot_shp
 from scalegnn.errors import ConfigError
 
@@ -83,7 +84,13 @@ def add_parser(sub):
                           "(Algorithm 3 as published)")
     shp.add_argument("--eval-batches", type=int, default=200,
                      help="fresh minibatches the expected volume is averaged over")
-    shp.add_argument("--out", help="JSON table to write")
+    shp.add_argument("--transductive", action="store_true",
+                     help="draw the minibatches from the full graph over every node (as "
+                          "params.transductive training does), not from the training graph")
+    shp.add_argument("--out", metavar="PLAN",
+                     help="write the SHP partition as a plan folder for dist-train "
+                          "(distributed.mode: partition); needs a single --parts")
+    shp.add_argument("--json", metavar="FILE", help="JSON table to write")
     shp.add_argument("--plot", help="PNG plot to write")
     _partitioner(shp, hp_only=True)
     shp.set_defaults(func=run_shp)
@@ -184,25 +191,41 @@ def run_compare(args) -> int:
                       "sent", "recv", "messages", "compute_load")}), flush=True))
     print(format_table(res["rows"]))
     print(json.dumps({"geomean_ratios": res["geomean_ratios"]}))
-    return _save(res, args, plot)
+    return _save(res, args.out, args.plot, plot)
 
 
 def run_shp(args) -> int:
     parts = parse_list(args.parts, "--parts", int)
+    if args.out and len(parts) != 1:
+        raise ConfigError(f"--out {args.out}: a plan has one part count; give a single --parts "
+                          f"(got {args.parts})")
+    budget = parse_budget(args.budget)
     ds = _dataset(args)
-    res = compare_shp(ds, parts, sampler=args.sampler, budget=parse_budget(args.budget),
+    plans = {}
+
+    def write(k, assignment):
+        if args.out:
+            plans[k] = write_plan(ds, assignment, args.out, seed=args.seed,
+                                  method=f"shp/{args.sampler}/{args.preset}")
+
+    res = compare_shp(ds, parts, sampler=args.sampler, budget=budget,
                       theta=args.theta, delta=args.delta, eval_batches=args.eval_batches,
                       seed=args.seed, imbalance=args.imbalance, preset=args.preset,
                       threads=args.threads, min_batches=args.min_batches, prior=args.prior,
-                      log=lambda r: print(json.dumps(r), flush=True))
-    print(json.dumps({"geomean_shp_vs_hp": res["geomean_shp_vs_hp"]}))
-    return _save(res, args, plot_shp)
+                      transductive=args.transductive,
+                      log=lambda r: print(json.dumps(r), flush=True), on_partition=write)
+    out = {"geomean_shp_vs_hp": res["geomean_shp_vs_hp"]}
+    if plans:
+        plan = next(iter(plans.values()))
+        out = {"plan": str(plan.root), **out, **plan.meta["totals"]}
+    print(json.dumps(out))
+    return _save(res, args.json, args.plot, plot_shp)
 
 
-def _save(res: dict, args, plot_fn) -> int:
-    """The compare/shp result as ``--out`` JSON and a ``--plot`` PNG, where asked for."""
-    if args.out:
-        write_json(res, args.out)
-    if args.plot:
-        plot_fn(res, args.plot)
+def _save(res: dict, json_path, plot_path, plot_fn) -> int:
+    """The compare/shp result as a JSON table and a PNG plot, where asked for."""
+    if json_path:
+        write_json(res, json_path)
+    if plot_path:
+        plot_fn(res, plot_path)
     return 0

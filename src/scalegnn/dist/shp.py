@@ -138,12 +138,19 @@ def compare_shp(dataset, parts_list, *, sampler: str = "rw", budget: dict | None
                 theta: float = 0.1, delta: float = 0.5, eval_batches: int = 200, seed: int = 0,
                 imbalance: float = 0.01, preset: str = "deterministic",
                 threads: int | None = None, min_batches: int = 200, prior: bool = True,
-                log=None) -> dict:
+                transductive: bool = False, log=None, on_partition=None) -> dict:
     """Expected minibatch volume under HP (full-graph hypergraph) and SHP, per part count;
-    both evaluated on the SAME fresh minibatches (paired)."""
+    both evaluated on the SAME fresh minibatches (paired). Minibatches are drawn as GraphSAINT
+    training draws them: from the training graph over the training nodes, or (``transductive``)
+    from the full graph over every node. ``on_partition(k, shp_assignment)`` receives each SHP
+    partition (e.g. to write it as a plan)."""
 
     g = dataset.graph
-    smp = make_sampler(sampler, g, dataset.train_idx, dict(budget or {}))
+    if transductive:
+        smp = make_sampler(sampler, g, np.arange(g.num_nodes, dtype=np.int64),
+                           dict(budget or {}))
+    else:
+        smp = make_sampler(sampler, dataset.train_graph, dataset.train_idx, dict(budget or {}))
     rows = []
     for k in parts_list:
         t0 = time.perf_counter()
@@ -154,6 +161,8 @@ def compare_shp(dataset, parts_list, *, sampler: str = "rw", budget: dict | None
         shp = assign_shp(g, subs, k, imbalance=imbalance, seed=seed, preset=preset,
                          threads=threads, prior=prior)
         t_shp = time.perf_counter() - t0
+        if on_partition is not None:
+            on_partition(k, shp)
         v_hp = expected_volume(smp, hp, eval_batches, seed)
         v_shp = expected_volume(smp, shp, eval_batches, seed)
         w = vertex_weights(g)
@@ -171,6 +180,7 @@ def compare_shp(dataset, parts_list, *, sampler: str = "rw", budget: dict | None
             log(row)
     return {"dataset": getattr(dataset, "name", ""), "sampler": sampler, "budget": budget,
             "theta": theta, "delta": delta, "min_batches": min_batches, "prior": prior,
+            "transductive": transductive,
             "eval_batches": eval_batches, "seed": seed,
             "imbalance": imbalance, "preset": preset, "rows": rows,
             "geomean_shp_vs_hp": geomean([r["shp_vs_hp"] for r in rows])}
