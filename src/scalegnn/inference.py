@@ -141,9 +141,11 @@ def load_run(run_dir, data=None, *, device="cpu") -> TrainedRun:
     info = read_json_object(path / "run.json")
     kind = info.get("mode")
     if kind == "distributed":
-        raise ConfigError(f"{path}: a dist-train run; predict and embed serve `scalegnn train` "
-                          f"runs (GraphSAINT, shaDow-GNN)")
-    if kind == "link":
+        raise ConfigError(f"{path}: a dist-train run in full-graph mode (its model computes on "
+                          f"the plan's ranks); predict and embed serve GraphSAINT and shaDow-GNN "
+                          f"runs, also data- or partition-parallel ones")
+    parallel = kind in ("data-parallel", "partition-parallel")  # the single-process model
+    if (info.get("inner_mode") if parallel else kind) == "link":
         raise ConfigError(f"{path}: a link-prediction run (shadow.task: link); predict and "
                           f"embed serve node classification runs")
     config = Config.from_yaml(path / "config.yml")
@@ -183,7 +185,13 @@ def load_run(run_dir, data=None, *, device="cpu") -> TrainedRun:
             raise DataError(f"{spec}: not the data the run in {path} was trained on (now "
                             f"{ckpt._short(mine)}, then {ckpt._short(trained)}); pass --data to "
                             f"use it as new data")
-        ckpt.check_identity(state, mode.identity(), best)
+        if parallel:   # trained by several ranks: the same model as one process's
+            theirs = (state.get("identity") or {}).get("inner", "graphsaint")
+            if theirs != mode.name:
+                raise ConfigError(f"{best}: checkpoint is for a {theirs} model, the config "
+                                  f"builds a {mode.name} one")
+        else:
+            ckpt.check_identity(state, mode.identity(), best)
     model = build_run_model(mode, config)
     model.to(device=dev, dtype=mode.dtype)
     ckpt.load_model_state(model, state["model"], best)

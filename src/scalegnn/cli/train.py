@@ -26,7 +26,7 @@ from scalegnn.report import write_report
 from scalegnn.threads import set_threads
 from scalegnn.train import Trainer
 from scalegnn.train.build import resolve_device
-from scalegnn.train.modes import mode_for
+from scalegnn.train.modes import DISTRIBUTED_MODES, mode_for
 
 DEFAULT_DATA = "synthetic"
 
@@ -116,7 +116,7 @@ def resolve_run(args, mode: str) -> RunSpec:
         if not run_dir.is_dir() or not cfg_path.is_file():
             raise ConfigError(f"--resume {run_dir}: no config.yml (not a run directory)")
         rec = _recorded(run_dir)
-        if (rec.get("mode", mode) == "distributed") != (mode == "distributed"):
+        if (rec.get("mode", mode) in DISTRIBUTED_MODES) != (mode == "distributed"):
             raise ConfigError(f"--resume {run_dir}: a {rec['mode']} run; resume it with the "
                               f"command that made it")
         for flag, given, key in (("--data", data, "data"), ("--split", split, "split"),

@@ -232,11 +232,16 @@ class Config:
         check_distributed(self.section("distributed"))
 
     def validate_for_mode(self, mode: str) -> "Config":
-        """Checks that only one training mode needs (``graphsaint`` | ``distributed``)."""
-        if mode == "distributed":
+        """Checks that only one training mode needs: ``mode`` is a mode's name, or
+        ``distributed`` for any dist-train run (then ``distributed.mode`` says which). The
+        modes that exchange boundary rows between graph layers (``full``, ``partition``) run
+        the GraphSAINT model with layers of order 0 and 1; ``data`` runs any config."""
+        kind = self.section("distributed")["mode"]
+        if mode in ("distributed", "partition-parallel") and \
+                (mode == "partition-parallel" or kind in ("full", "partition")):
             if "shadow" in self.sections:
-                raise ConfigError("shadow: a shaDow-GNN config trains with `scalegnn train`, "
-                                  "not dist-train")
+                raise ConfigError("shadow: a shaDow-GNN config trains with `scalegnn train`, or "
+                                  "with dist-train and distributed.mode: data")
             if self.network["model"] != "saint":
                 raise ConfigError(f"network.model: distributed training runs the GraphSAINT "
                                   f"model ('saint'), got {self.network['model']!r}")

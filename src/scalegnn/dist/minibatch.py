@@ -109,11 +109,11 @@ class PartitionParallelMode(Mode):
         self.sync, self._steps = None, []
 
     def identity(self) -> dict:
-        return {**self.inner.identity(), "mode": self.name, "world": self.world,
-                "plan": {"parts": self.world, "assignment": self.plan_id}}
+        return {**self.inner.identity(), "mode": self.name, "inner": self.inner.name,
+                "world": self.world, "plan": {"parts": self.world, "assignment": self.plan_id}}
 
     def run_info(self) -> dict:
-        return {**self.inner.run_info(), "world_size": self.world,
+        return {**self.inner.run_info(), "inner_mode": self.inner.name, "world_size": self.world,
                 "backend": dist.get_backend(), "compression": self.settings["compression"]}
 
     def setup(self, model, seed: int) -> None:

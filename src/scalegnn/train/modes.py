@@ -16,9 +16,13 @@ import copy
 
 import torch
 
+from scalegnn.data import load_dataset
 from scalegnn.data.transforms import prepared_dataset
+from scalegnn.dist.data_parallel import DataParallelMode
+from scalegnn.dist.minibatch import PartitionParallelMode
 from scalegnn.dist.mode import DistributedMode
 from scalegnn.dist.plan import PartitionPlan
+from scalegnn.dist.shard import TorchShard
 from scalegnn.engine.checkpoint import dataset_fingerprint
 from scalegnn.engine.evaluate import full_graph_logits
 from scalegnn.engine.metrics import compute_metrics
@@ -173,8 +177,31 @@ def mode_for(dataset, config, *, seed: int = 0, test_dataset=None, shard: Shard 
 
 def rank_mode(spec, plan_dir, rank: int, world: int, device) -> Mode:
     """The mode of rank ``rank`` of ``world`` in ``scalegnn dist-train`` for the resolved run
-    ``spec``, by its config's ``distributed.mode`` (after the process group is up): ``full``,
-    partition-parallel full-graph training on the plan in ``plan_dir``
-    (:class:`~scalegnn.dist.mode.DistributedMode`)."""
+    ``spec``, by its config's ``distributed.mode``, once the process group is up:
+
+    * ``full`` — partition-parallel full-graph training on the plan in ``plan_dir``
+      (:class:`~scalegnn.dist.mode.DistributedMode`);
+    * ``data`` — data-parallel minibatch training of the single-process mode the config asks
+      for on ``spec.data`` (:class:`~scalegnn.dist.data_parallel.DataParallelMode`);
+    * ``partition`` — partition-parallel GraphSAINT minibatches of ``spec.data`` on the plan
+      (:class:`~scalegnn.dist.minibatch.PartitionParallelMode`).
+    """
+    config = spec.config
+    settings = config.section("distributed")
+    if settings["mode"] == "full":
+        return DistributedMode(PartitionPlan.load(plan_dir, world_size=world), rank, world,
+                               config, device=device)
+    dataset = load_dataset(spec.data, split=spec.split, seed=0, options=spec.data_options)
+    shard = TorchShard(device=device, timeout=settings["timeout"])
+    if settings["mode"] == "data":
+        return DataParallelMode(mode_for(dataset, config, seed=spec.seed, shard=shard), shard,
+                                compression=settings["compression"])
     plan = PartitionPlan.load(plan_dir, world_size=world)
-    return DistributedMode(plan, rank, world, spec.config, device=device)
+    plan.check_graph(dataset.graph, source=str(spec.data))
+    return PartitionParallelMode(GraphSAINTMode(dataset, config, seed=spec.seed),
+                                 plan.assignment(), shard, plan_id=plan.plan_id,
+                                 settings=settings)
+
+
+DISTRIBUTED_MODES = (DistributedMode.name, DataParallelMode.name, PartitionParallelMode.name)
+"""The names of the modes of ``scalegnn dist-train`` runs (what ``run.json`` records)."""
