@@ -271,17 +271,23 @@ class HostAgent:
                         f"{wait:g} s of this host's ranks ending")
 
     def _collect(self, rnd: Round, mine: dict) -> dict:
-        """Node 0: the reports of every host (missing: its launcher is gone)."""
-        reports = {0: mine}
-        wait = REPORT_WAIT_S if not mine["ok"] else DONE_WAIT_S
-        deadline = time.monotonic() + wait
-        while len(reports) < self.job.nnodes and time.monotonic() < deadline:
+        """Node 0: the reports of every host (missing: its launcher is gone). After a failure
+        the others have REPORT_WAIT_S to report; after success DONE_WAIT_S to finish, then they
+        are told to stop (ranks that hang must not keep the job) and get REPORT_WAIT_S more."""
+        reports, told = {0: mine}, not mine["ok"]
+        deadline = time.monotonic() + (REPORT_WAIT_S if told else DONE_WAIT_S)
+        while len(reports) < self.job.nnodes:
             for n in range(1, self.job.nnodes):
                 key = f"{KEY}report/{n}"
                 if n not in reports and self._store(rnd, "check", [key]):
                     reports[n] = json.loads(self._store(rnd, "get", key))
-                    if not reports[n]["ok"] and wait > REPORT_WAIT_S:  # one failed: no more waiting
-                        wait, deadline = REPORT_WAIT_S, time.monotonic() + REPORT_WAIT_S
+                    if not reports[n]["ok"] and not told:  # it set stop: the rest follow
+                        told, deadline = True, time.monotonic() + REPORT_WAIT_S
+            if time.monotonic() >= deadline:
+                if told:
+                    break
+                self._store(rnd, "set", f"{KEY}stop", "0")
+                told, deadline = True, time.monotonic() + REPORT_WAIT_S
             time.sleep(POLL_S / 2)
         return reports
 
