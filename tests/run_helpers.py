@@ -44,13 +44,15 @@ def records(run: Path) -> list[dict]:
 
 
 def comparable(rec: dict) -> dict:
-    """A metrics record without timings (``*_s``, and ``overlap_share``, a ratio of timings) and,
+    """A metrics record without timings (``*_s``, and ``overlap_share`` and
+    ``allreduce_hidden_share``, ratios of timings) and,
     for distributed records, with only the per-rank fields that do not depend on the clock or the
     allocator."""
-    out = {k: v for k, v in rec.items() if not k.endswith("_s") and k != "overlap_share"}
+    out = {k: v for k, v in rec.items() if not k.endswith("_s")
+           and k not in ("overlap_share", "allreduce_hidden_share")}
     if "ranks" in out:
         keep = ("bytes_sent", "bytes_recv", "kept_boundary", "rows_sent")
-        out["ranks"] = [{f: r[f] for f in keep}
+        out["ranks"] = [{f: r[f] for f in keep if f in r}
                         for r in out["ranks"]]
     return out
 

@@ -1,5 +1,8 @@
-"""``scalegnn dist-train --nprocs K --plan PLAN ...``: distributed full-graph training (BNS-GCN)
-on this host; partitions first when given ``--data`` and ``--parts``. With ``--nnodes N
+"""``scalegnn dist-train --nprocs K ...``: distributed training, by the config's
+``distributed.mode``: ``full`` (partition-parallel full-graph training, BNS-GCN: ``--plan
+PLAN``, partitioned first when given ``--data`` and ``--parts``), ``data`` (data-parallel
+GraphSAINT or shaDow-GNN minibatches: ``--data``, every rank loads it) or ``partition``
+(partition-parallel GraphSAINT minibatches: ``--data`` and ``--plan``). With ``--nnodes N
 --node-rank I --rdzv HOST:PORT`` one such command runs on each of N hosts, and with
 ``--max-restarts M`` a job that loses a rank or a host restarts from its last checkpoint
 (:mod:`scalegnn.dist.elastic`). :func:`worker_main` is what every rank runs (``python -m
@@ -31,6 +34,7 @@ import torch
 import torch.distributed
 
 from scalegnn.cli.data import add_data_arguments
+from scalegnn.data.options import OPTION_KEYS
 from scalegnn.cli.parser import Parser
 from scalegnn.cli.train import add_run_arguments, resolve_run
 from scalegnn.dist.dataload import load
@@ -50,8 +54,9 @@ from scalegnn.train.modes import rank_mode
 
 
 def add_parser(sub):
-    p = sub.add_parser("dist-train", help="partition-parallel full-graph training (K ranks per "
-                                          "host, one host or several)")
+    p = sub.add_parser("dist-train", help="distributed training (K ranks per host, one host or "
+                                          "several): full-graph on a plan, or data- / "
+                                          "partition-parallel minibatches")
     p.add_argument("--nprocs", type=int, required=True, help="ranks to start on this host")
     p.add_argument("--nnodes", type=int, default=1, metavar="N",
                    help="hosts in the job, each running this command with its own --node-rank "
@@ -72,19 +77,22 @@ def add_parser(sub):
     p.add_argument("--max-restarts", type=int, default=0, dest="max_restarts", metavar="N",
                    help="when a rank or a host dies, restart the job from its last checkpoint up "
                         "to N times; a lost host rejoins by running its command again (default 0)")
-    p.add_argument("--data", help="dataset; with --parts, partition it into --plan first, "
-                                  "else check that --plan was made from it")
     p.add_argument("--parts", type=int, help="partition --data into this many parts first")
     p.add_argument("--method", help="partitioner when --parts is given (default: the config's "
                                     "distributed.method, metis)")
     add_worker_arguments(p)
-    add_data_arguments(p)  # for loading --data (partitioning, checking the plan)
     p.add_argument("--test-data", metavar="PATH", help=argparse.SUPPRESS)  # refused in run()
     p.set_defaults(func=run)
 
 
 def _worker_argv(args, spec, plan, run_dir) -> list[str]:
-    argv = ["--plan", str(plan), "--no-progress"] if args.no_progress else ["--plan", str(plan)]
+    argv = [] if plan is None else ["--plan", str(plan)]
+    if args.no_progress:
+        argv += ["--no-progress"]
+    if spec.data is not None and not spec.resume:   # a resumed run reads its recorded data
+        argv += ["--data", str(spec.data), "--split", str(spec.split)]
+        for key, value in spec.data_options.items():
+            argv += [OPTION_KEYS[key][0], str(value)]
     if spec.resume:
         argv += ["--resume", str(run_dir)]
     else:
@@ -165,16 +173,21 @@ def run(args) -> int:
         method = args.method or spec.config.section("distributed")["method"]
         partition_dataset(load(args.data, options=spec.data_options), args.parts, plan_dir,
                           method=method)
-    plan = PartitionPlan.load(plan_dir, world_size=world)  # refuse early, one line
-    first = args.node_rank * args.nprocs
-    for r in range(first, first + args.nprocs):
-        plan.rank(r, mmap=True)  # this host's rank folders readable and consistent
-    if args.data is not None and args.parts is None:
-        plan.check_graph(load(args.data, options=spec.data_options).graph, source=args.data)
+    kind = spec.config.section("distributed")["mode"]
+    dataset = None
+    if spec.data is not None and (kind != "full" or args.parts is None):
+        dataset = load(spec.data, options=spec.data_options, split=spec.split)  # refuse early
+    if plan_dir is not None:
+        plan = PartitionPlan.load(plan_dir, world_size=world)  # refuse early, one line
+        first = args.node_rank * args.nprocs
+        for r in range(first, first + args.nprocs):
+            plan.rank(r, mmap=True)  # this host's rank folders readable and consistent
+        if dataset is not None and args.parts is None:
+            plan.check_graph(dataset.graph, source=str(spec.data))
     if args.nnodes > 1 and spec.run_dir is None:
         raise ConfigError("--out: needed with --nnodes > 1 (every host names the same run "
                           "directory, on a folder they share)")
-    run_dir = spec.run_dir or default_run_dir(plan_dir)
+    run_dir = spec.run_dir or default_run_dir(plan_dir or Path(dataset.name))
     job = _host_job(args, spec, run_dir) if _elastic(args) else None
     # node 0 writes the run directory and holds its lock; its ranks inherit the lock
     run = RunDir(run_dir, resume=spec.resume, overwrite=spec.overwrite) \
@@ -184,7 +197,7 @@ def run(args) -> int:
         env[COMMAND_ENV] = "\x1f".join(["scalegnn", *sys.argv[1:]])  # no NUL in env
         if run is not None:
             env[LOCK_ENV] = str(run.path.resolve())
-        lock_fd = getattr(run, "_lock_fd", None)
+        lock_fd = None if run is None else run.lock_fd
         argv = _worker_argv(args, spec, plan_dir, run_dir)
         if job is None:
             return supervise(args.nprocs, argv, env=env, lock_fd=lock_fd)
@@ -196,9 +209,15 @@ def run(args) -> int:
 
 
 def add_worker_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p.add_argument("--plan", help="partition plan folder (scalegnn partition); a resumed run "
-                                  "uses its recorded plan")
+    p.add_argument("--plan", help="partition plan folder (scalegnn partition make|shp; "
+                                  "distributed.mode full and partition); a resumed run uses its "
+                                  "recorded plan")
+    p.add_argument("--data", help="dataset: distributed.mode data and partition train on it "
+                                  "(every rank loads it); full: with --parts, partition it into "
+                                  "--plan first, else check that --plan was made from it")
+    p.add_argument("--split", type=int, help="split index for datasets with several (default 0)")
     add_run_arguments(p, device_default="auto")
+    add_data_arguments(p)
     p.add_argument("--boundary-p", type=float, dest="boundary_p",
                    help="shorthand for --set distributed.boundary_p=P: probability of keeping "
                         "each boundary node per epoch (1 = exact)")
@@ -215,6 +234,7 @@ def resolve_dist_run(args):
         if getattr(args, flag, None) is not None:
             args.overrides.append(f"{key}={getattr(args, flag)}")
     spec = resolve_run(args, "distributed")
+    kind = spec.config.section("distributed")["mode"]
     plan = args.plan
     recorded = spec.recorded.get("plan")
     if spec.resume and recorded:
@@ -222,13 +242,34 @@ def resolve_dist_run(args):
             raise ConfigError(f"--plan {plan}: the run in {spec.run_dir} was trained with plan "
                               f"{recorded}; a resumed run keeps its recorded plan")
         plan = recorded
-    if plan is None:
-        raise ConfigError("--plan: required (a partition plan folder from `scalegnn partition`)")
-    return spec, Path(plan)
+    if kind == "data":
+        if plan is not None and not spec.resume:
+            raise ConfigError(f"--plan {plan}: distributed.mode data trains every rank on the "
+                              f"whole graph (no plan); drop --plan")
+        plan = None
+    elif plan is None:
+        raise ConfigError(f"--plan: required by distributed.mode {kind} (a partition plan "
+                          f"folder from `scalegnn partition make` or `partition shp --out`)")
+    if kind != "full" and spec.data is None:
+        raise ConfigError(f"--data: required by distributed.mode {kind} (every rank loads the "
+                          f"dataset)")
+    return spec, None if plan is None else Path(plan)
 
 
-def default_run_dir(plan: Path) -> Path:
-    return Path("runs") / f"{plan.resolve().name}-dist-{time.strftime('%Y%m%d-%H%M%S')}"
+def default_run_dir(source: Path) -> Path:
+    """``runs/<plan or data name>-dist-<time>``."""
+    return Path("runs") / f"{source.resolve().name}-dist-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _run_info(spec, plan_dir) -> dict:
+    """What run.json records of a dist-train run (resume and load_run read it back)."""
+    info = {"plan": None if plan_dir is None else str(plan_dir), "threads": spec.threads,
+            "device_arg": spec.device}
+    if spec.data is not None:
+        info.update(data=str(spec.data), split=spec.split)
+    if spec.data_options:
+        info["data_options"] = spec.data_options
+    return info
 
 
 def _restarted(run_dir: Path, rank: int, world: int, device) -> bool:
@@ -282,15 +323,14 @@ def worker_main(argv=None) -> int:
         torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
                                              world_size=world, timeout=timeout,
                                              store=_attempt_store(timeout))
-        run_dir = spec.run_dir or default_run_dir(plan_dir)
+        run_dir = spec.run_dir or default_run_dir(plan_dir or Path(str(spec.data)))
         if not spec.resume and _restarted(run_dir, rank, world, device):
             spec = replace(spec, resume=True, overwrite=False)
         mode = rank_mode(spec, plan_dir, rank, world, device)
         trainer = Trainer(mode, spec.config, run_dir, seed=spec.seed, device=device,
                           progress=not args.no_progress, resume=spec.resume,
                           overwrite=spec.overwrite,
-                          run_info={"plan": str(plan_dir), "threads": spec.threads,
-                                    "device_arg": spec.device})
+                          run_info=_run_info(spec, plan_dir))
         result = trainer.fit()
         if rank == 0:
             print(format_summary(result, run_dir), flush=True)

@@ -23,6 +23,8 @@ the graph). Each epoch record carries every step's rows and bytes sent (summed o
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -104,8 +106,9 @@ class PartitionParallelMode(Mode):
             setattr(self, attr, getattr(inner, attr))
         self.ex = SubgraphExchange(self.rank, device=shard.device, dtype=torch.float32,
                                    timeout=settings["timeout"])
-        self.grads = TorchShard(group=dist.new_group(), device=shard.device,
-                                timeout=settings["timeout"])
+        timeout = settings["timeout"]
+        self.grads = TorchShard(group=dist.new_group(timeout=timedelta(seconds=timeout)),
+                                device=shard.device, timeout=timeout)
         self.sync, self._steps = None, []
 
     def identity(self) -> dict:

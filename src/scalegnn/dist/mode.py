@@ -22,6 +22,7 @@ forward exchanges (``overlap_share``: local compute / (local compute + blocked))
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import numpy as np
 import torch
@@ -97,8 +98,9 @@ class DistributedMode(Mode):
                                    timeout=self.settings["timeout"])  # seed: setup()
         # the gradients' all-reduces on a group of their own: they run while backward's
         # boundary exchanges (point-to-point on the default group) are in flight
-        self.shard = TorchShard(group=dist.new_group(), device=self.device,
-                                timeout=self.settings["timeout"])
+        timeout = self.settings["timeout"]
+        self.shard = TorchShard(group=dist.new_group(timeout=timedelta(seconds=timeout)),
+                                device=self.device, timeout=timeout)
         self.sync = None
         self._t_epoch = None
 

@@ -79,7 +79,7 @@ class RunDir:
     def __init__(self, path, *, resume: bool = False, overwrite: bool = False, lock: bool = True,
                  loggers: str = "none"):
         self.path = Path(path)
-        self._lock_fd = None
+        self._lock_fd = None   # the lock's descriptor (lock_fd): launchers pass it to ranks
         self.logger_spec, self.loggers = loggers, []  # opened by truncate_metrics
         flag = "--resume" if resume else "--out"
         if self.path.exists() and not self.path.is_dir():
@@ -121,6 +121,12 @@ class RunDir:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._lock_fd = fd
+
+    @property
+    def lock_fd(self) -> int | None:
+        """The descriptor holding this run directory's lock (None: not locked); a launcher
+        passes it to its ranks so the lock lasts until the last of them is gone."""
+        return self._lock_fd
 
     def close(self):
         """Close the loggers; release the lock (the OS also releases it when the process ends,
