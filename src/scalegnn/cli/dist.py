@@ -174,16 +174,17 @@ def run(args) -> int:
         partition_dataset(load(args.data, options=spec.data_options), args.parts, plan_dir,
                           method=method)
     kind = spec.config.section("distributed")["mode"]
-    dataset = None
-    if spec.data is not None and (kind != "full" or args.parts is None):
-        dataset = load(spec.data, options=spec.data_options, split=spec.split)  # refuse early
+    dataset = None   # full: only to check --data against the plan; else every rank trains on it
+    data = spec.data if kind != "full" else (args.data if args.parts is None else None)
+    if data is not None:
+        dataset = load(data, options=spec.data_options, split=spec.split)  # refuse early
     if plan_dir is not None:
         plan = PartitionPlan.load(plan_dir, world_size=world)  # refuse early, one line
         first = args.node_rank * args.nprocs
         for r in range(first, first + args.nprocs):
             plan.rank(r, mmap=True)  # this host's rank folders readable and consistent
         if dataset is not None and args.parts is None:
-            plan.check_graph(dataset.graph, source=str(spec.data))
+            plan.check_graph(dataset.graph, source=str(data))
     if args.nnodes > 1 and spec.run_dir is None:
         raise ConfigError("--out: needed with --nnodes > 1 (every host names the same run "
                           "directory, on a folder they share)")
