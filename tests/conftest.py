@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 # the shared helper modules assert like tests do: pytest rewrites their asserts too
-pytest.register_assert_rewrite("bad_input_helpers", "data_helpers", "property_helpers",
-                               "run_helpers")
+pytest.register_assert_rewrite("bad_input_helpers", "data_helpers", "gloo_helpers",
+                               "property_helpers", "run_helpers")
 
 from run_helpers import reference_run_in  # noqa: E402  (after the rewrite hook)
 

@@ -36,6 +36,20 @@ def scalegnn(*args, cwd, kill=None, env=None, timeout=180):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def dist_train(*args, cwd, kill=None, rank=None, nprocs=2):
+    """``scalegnn dist-train --nprocs 2 ...``; ``kill`` at the crash point of ``rank`` only."""
+    extra = {"SCALEGNN_TEST_KILL_RANK": str(rank)} if rank is not None else None
+    return scalegnn("dist-train", "--nprocs", str(nprocs), *args, cwd=cwd, kill=kill, env=extra)
+
+
+def random_plan(folder: Path, data: str, parts: int = 2) -> Path:
+    """A random-rows plan of ``data`` in ``folder / "plan"``."""
+    from scalegnn.data import load_dataset
+    from scalegnn.dist.partition import partition_dataset
+    partition_dataset(load_dataset(data), parts, folder / "plan", method="random")
+    return folder / "plan"
+
+
 def records(run: Path) -> list[dict]:
     """metrics.jsonl, every line whole."""
     raw = (run / "metrics.jsonl").read_bytes()

@@ -3,13 +3,12 @@ same (all-reduced) weight gradients over 3 Adam steps, float64, dropout 0, to 1e
 
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 import pytest
 import torch
 
+from gloo_helpers import join, leave, spawn
 from scalegnn.data.dataset import Dataset
 from scalegnn.graph import Graph
 
@@ -46,14 +45,11 @@ def tiny_dataset(n=240, seed=0) -> Dataset:
 
 
 def _worker(rank, world, port, plan_dir, out_dir, overlap):
-    import torch.distributed as dist
 
     from scalegnn.dist.mode import DistributedMode
     from scalegnn.dist.plan import PartitionPlan
     from scalegnn.train import Trainer
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world)
+    join(rank, world, port)
     cfg = dist_config(overlap=overlap)
     mode = DistributedMode(PartitionPlan.load(plan_dir, world), rank, world, cfg)
     tr = Trainer(mode, cfg, None, seed=SEED, progress=False)
@@ -63,12 +59,7 @@ def _worker(rank, world, port, plan_dir, out_dir, overlap):
         losses.append(tr.train_step(batch))
         grads.append(torch.cat([p.grad.reshape(-1) for p in tr.params]).numpy().copy())
     np.savez(f"{out_dir}/rank{rank}.npz", loss=np.array(losses), grads=np.stack(grads))
-    mode.close()
-    dist.destroy_process_group()
-    # no interpreter finalization: gloo work objects that still hold DDP's Python comm-hook
-    # callbacks can abort it (the rank's results are written); the CLI worker leaves alike
-    sys.stdout.flush()
-    os._exit(0)
+    leave(mode)
 
 
 def reference(ds: Dataset):
@@ -100,15 +91,11 @@ def reference(ds: Dataset):
 @pytest.mark.parametrize("world,method,overlap", [(2, "metis", False), (4, "random", True)])
 def test_p1_matches_full_batch(tmp_path, world, method, overlap):
     """2 ranks through the model's exchange hook, 4 ranks through the overlapped forward."""
-    import torch.multiprocessing as mp
-
-    from scalegnn.dist.launch import free_port
     from scalegnn.dist.partition import partition_dataset
     ds = tiny_dataset()
     plan = partition_dataset(ds, world, tmp_path / "plan", method=method, seed=1)
     assert plan.meta["totals"]["comm_volume"] > 0       # the test really exchanges rows
-    mp.start_processes(_worker, args=(world, free_port(), str(tmp_path / "plan"), str(tmp_path), overlap),
-                       nprocs=world, join=True, start_method="spawn")
+    spawn(_worker, world, str(tmp_path / "plan"), str(tmp_path), overlap)
     ref_loss, ref_grads = reference(ds)
     for r in range(world):
         got = np.load(tmp_path / f"rank{r}.npz")

@@ -4,12 +4,12 @@ tasks), with the single-process normalization on every rank."""
 
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 import pytest
 import torch
+
+from gloo_helpers import join, leave, spawn
 
 pytestmark = pytest.mark.dist
 
@@ -52,15 +52,12 @@ def _weights(model) -> np.ndarray:
 
 
 def _rank(rank, world, port, kind, out):
-    import torch.distributed as dist
 
     from scalegnn.data import load_dataset
     from scalegnn.dist.data_parallel import DataParallelMode
     from scalegnn.dist.shard import TorchShard
     from scalegnn.train import Trainer, mode_for
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world)
+    join(rank, world, port)
     cfg = config(kind)
     shard = TorchShard(timeout=60)
     mode = DataParallelMode(mode_for(load_dataset(DATA), cfg, seed=SEED, shard=shard), shard)
@@ -70,12 +67,7 @@ def _rank(rank, world, port, kind, out):
     norm = getattr(getattr(mode.inner, "_loader", None), "norm", None)
     np.savez(f"{out}/rank{rank}.npz", losses=np.array(losses), weights=_weights(tr.model),
              loss_weight=norm.loss_weight if norm is not None else np.zeros(0))
-    mode.close()
-    dist.destroy_process_group()
-    # no interpreter finalization: gloo work objects that still hold DDP's Python comm-hook
-    # callbacks can abort it (the rank's results are written); the CLI worker leaves alike
-    sys.stdout.flush()
-    os._exit(0)
+    leave(mode)
 
 
 def reference(kind: str, world: int):
@@ -107,11 +99,7 @@ def reference(kind: str, world: int):
 @pytest.mark.parametrize("kind,world", [("graphsaint", 2), ("graphsaint", 4), ("shadow", 2),
                                         ("shadow", 4), ("link", 2)])
 def test_w_ranks_equal_one_process_accumulating(tmp_path, kind, world):
-    import torch.multiprocessing as mp
-
-    from scalegnn.dist.launch import free_port
-    mp.start_processes(_rank, args=(world, free_port(), kind, str(tmp_path)), nprocs=world,
-                       join=True, start_method="spawn")
+    spawn(_rank, world, kind, str(tmp_path))
     ref_losses, ref_weights, norm = reference(kind, world)
     for r in range(world):
         got = np.load(tmp_path / f"rank{r}.npz")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from run_helpers import outcome, records, scalegnn
+from run_helpers import dist_train, outcome, random_plan, records, scalegnn
 
 pytestmark = [pytest.mark.dist]
 
@@ -20,18 +20,9 @@ COMMON = ["--epochs", "3", "--seed", "4", "--threads", "1", "--no-progress", "--
           "--set", "phase.num_root=10", "--set", "params.sample_coverage=5"]
 
 
-def dist_train(*args, cwd, kill=None, rank=None):
-    extra = {"SCALEGNN_TEST_KILL_RANK": str(rank)} if rank is not None else None
-    return scalegnn("dist-train", "--nprocs", "2", *args, cwd=cwd, kill=kill, env=extra)
-
-
 @pytest.fixture(scope="module")
 def plan(tmp_path_factory) -> Path:
-    from scalegnn.data import load_dataset
-    from scalegnn.dist.partition import partition_dataset
-    out = tmp_path_factory.mktemp("plan") / "plan"
-    partition_dataset(load_dataset(DATA), 2, out, method="random")
-    return out
+    return random_plan(tmp_path_factory.mktemp("plan"), DATA)
 
 
 def mode_args(kind: str, plan: Path) -> list[str]:

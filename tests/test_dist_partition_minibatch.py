@@ -6,12 +6,12 @@ connectivity-1 cut of the subgraph's column-net hypergraph under the plan."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import numpy as np
 import pytest
 import torch
+
+from gloo_helpers import join, leave, spawn
 
 pytestmark = pytest.mark.dist
 
@@ -34,16 +34,13 @@ def _weights(model) -> np.ndarray:
 
 
 def _rank(rank, world, port, plan_dir, out):
-    import torch.distributed as dist
 
     from scalegnn.data import load_dataset
     from scalegnn.dist.minibatch import PartitionParallelMode
     from scalegnn.dist.plan import PartitionPlan
     from scalegnn.dist.shard import TorchShard
     from scalegnn.train import GraphSAINTMode, Trainer
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world)
+    join(rank, world, port)
     cfg = config()
     plan = PartitionPlan.load(plan_dir, world)
     mode = PartitionParallelMode(GraphSAINTMode(load_dataset(DATA), cfg, seed=SEED),
@@ -63,10 +60,7 @@ def _rank(rank, world, port, plan_dir, out):
         with open(f"{out}/steps.json", "w") as f:
             json.dump({"rows": stats["step_rows_sent"], "volumes": volumes,
                        "streams": nodes}, f)
-    mode.close()
-    dist.destroy_process_group()
-    sys.stdout.flush()
-    os._exit(0)  # no interpreter finalization (see tests/test_dist_correctness.py)
+    leave(mode)
 
 
 def reference():
@@ -98,15 +92,11 @@ def cut(batch, assignment) -> int:
 
 @pytest.mark.parametrize("world,method", [(2, "random"), (3, "metis")])
 def test_p1_equals_single_process_graphsaint(tmp_path, world, method):
-    import torch.multiprocessing as mp
-
     from scalegnn.data import load_dataset
-    from scalegnn.dist.launch import free_port
     from scalegnn.dist.partition import partition_dataset
     plan = partition_dataset(load_dataset(DATA), world, tmp_path / "plan", method=method,
                              seed=1)
-    mp.start_processes(_rank, args=(world, free_port(), str(tmp_path / "plan"), str(tmp_path)),
-                       nprocs=world, join=True, start_method="spawn")
+    spawn(_rank, world, str(tmp_path / "plan"), str(tmp_path))
     ref_losses, ref_weights, batches = reference()
     for r in range(world):
         got = np.load(tmp_path / f"rank{r}.npz")

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
-import torch
 
+from gloo_helpers import join, leave, spawn
 from scalegnn.dist.accounting import comm_report, epoch_bytes, exchanged_layers
 from test_dist_correctness import dist_config, tiny_dataset
 
@@ -19,16 +18,13 @@ pytestmark = pytest.mark.dist
 
 
 def _worker(rank, world, port, plan_dir, out_dir, overlap, delay):
-    import torch.distributed as dist
 
     from scalegnn.dist.mode import DistributedMode
     from scalegnn.dist.plan import PartitionPlan
     from scalegnn.train import Trainer
     if delay:
         os.environ["SCALEGNN_TEST_EXCHANGE_DELAY"] = delay
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world)
+    join(rank, world, port)
     cfg = dist_config(overlap=overlap, dtype="float32")
     mode = DistributedMode(PartitionPlan.load(plan_dir, world), rank, world, cfg)
     tr = Trainer(mode, cfg, None, seed=1, progress=False)
@@ -39,24 +35,15 @@ def _worker(rank, world, port, plan_dir, out_dir, overlap, delay):
         stats["layers"] = exchanged_layers(tr.model, overlap)
         with open(f"{out_dir}/stats.json", "w") as f:
             json.dump(stats, f)
-    mode.close()
-    dist.destroy_process_group()
-    # no interpreter finalization: gloo work objects that still hold DDP's Python comm-hook
-    # callbacks can abort it (the rank's results are written); the CLI worker leaves alike
-    sys.stdout.flush()
-    os._exit(0)
+    leave(mode)
 
 
 def _run(tmp_path, method, world, overlap, delay=""):
-    import torch.multiprocessing as mp
-
-    from scalegnn.dist.launch import free_port
     from scalegnn.dist.partition import partition_dataset
     ds = tiny_dataset(n=300, seed=5)
     plan = partition_dataset(ds, world, tmp_path / "plan", method=method, seed=0)
-    mp.start_processes(_worker, args=(world, free_port(), str(tmp_path / "plan"), str(tmp_path),
-                                      overlap, delay),
-                       nprocs=world, join=True, start_method="spawn")
+    spawn(_worker, world, str(tmp_path / "plan"), str(tmp_path),
+                                      overlap, delay)
     return ds, plan, json.loads((tmp_path / "stats.json").read_text())
 
 

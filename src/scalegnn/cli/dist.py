@@ -34,9 +34,9 @@ import torch
 import torch.distributed
 
 from scalegnn.cli.data import add_data_arguments
-from scalegnn.data.options import OPTION_KEYS
 from scalegnn.cli.parser import Parser
 from scalegnn.cli.train import add_run_arguments, resolve_run
+from scalegnn.data.options import OPTION_KEYS
 from scalegnn.dist.dataload import load
 from scalegnn.dist.elastic import HostJob, run_host
 from scalegnn.dist.launch import (ELASTIC_ENV, PEER_EXIT, RESUME_ENV, free_port, supervise,

@@ -16,38 +16,22 @@ agree on when), by rank 0, with every rank's random state.
 from __future__ import annotations
 
 import torch
-import torch.distributed as dist
 
 from scalegnn.dist.ddp import GradientSync
 from scalegnn.dist.shard import TorchShard
+from scalegnn.dist.wrapped import WrappedMode
 from scalegnn.engine.mode import Mode
 
 
-class DataParallelMode(Mode):
+class DataParallelMode(WrappedMode):
     """Rank ``shard.rank`` of a data-parallel run of the single-process mode ``inner`` (which
     was built with ``shard``)."""
 
     name = "data-parallel"
-    mid_epoch_checkpoints = False
 
     def __init__(self, inner: Mode, shard: TorchShard, *, compression: str = "none"):
-        self.inner, self.shard = inner, shard
-        self.rank, self.world = shard.rank, shard.world
-        self.compression = compression
-        for attr in ("num_features", "num_classes", "multilabel", "metric", "dataset_name",
-                     "dtype"):
-            setattr(self, attr, getattr(inner, attr))
-        self.sync = None
-
-    # ---------------------------------------------------------------- identity and setup
-    def identity(self) -> dict:
-        return {**self.inner.identity(), "mode": self.name, "inner": self.inner.name,
-                "world": self.world}
-
-    def run_info(self) -> dict:
-        return {**self.inner.run_info(), "inner_mode": self.inner.name,
-                "world_size": self.world, "backend": dist.get_backend(self.shard.group),
-                "compression": self.compression}
+        super().__init__(inner, shard, compression)
+        self.shard = shard
 
     def build_model(self, network: dict, params: dict):
         return self.inner.build_model(network, params)
@@ -57,9 +41,6 @@ class DataParallelMode(Mode):
         self.sync = GradientSync(model, self.shard, compression=self.compression)
 
     # ---------------------------------------------------------------- batches and steps
-    def num_batches(self, epoch: int) -> int:
-        return self.inner.num_batches(epoch)
-
     def batches(self, epoch: int, skip: int = 0):
         self.sync.reset()
         yield from self.inner.batches(epoch, skip)
@@ -84,25 +65,3 @@ class DataParallelMode(Mode):
                 "allreduce_s": busy / self.world, "allreduce_exposed_s": exposed / self.world,
                 "allreduce_hidden_share": min(1.0, max(0.0, 1 - exposed / busy)) if busy else 0.0,
                 "allreduce_bytes": int(ranks[0, 2])}
-
-    def summary_extra(self) -> dict:
-        return {**self.inner.summary_extra(), "world_size": self.world,
-                "inner_mode": self.inner.name}
-
-    # ---------------------------------------------------------------- ranks
-    def gather(self, t):
-        return self.shard.gather_tensor(t)
-
-    def sync_model(self, model) -> None:
-        self.shard.broadcast_module(model)
-
-    def state_dict(self) -> dict:
-        return self.inner.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.inner.load_state_dict(state)
-
-    def close(self) -> None:
-        """Stop the inner mode's threads and release DDP (before the process group goes)."""
-        self.inner.close()
-        self.sync = None

@@ -34,9 +34,9 @@ from scalegnn.dist.ddp import GradientSync
 from scalegnn.dist.exchange import RowExchange, split_adj
 from scalegnn.dist.forward import overlapped_forward
 from scalegnn.dist.shard import TorchShard
+from scalegnn.dist.wrapped import WrappedMode
 from scalegnn.engine.evaluate import full_graph_logits
 from scalegnn.engine.metrics import compute_metrics
-from scalegnn.engine.mode import Mode
 from scalegnn.errors import PlanError
 from scalegnn.ops import SparseAdj
 
@@ -83,13 +83,12 @@ class SubgraphExchange(RowExchange):
         return own
 
 
-class PartitionParallelMode(Mode):
+class PartitionParallelMode(WrappedMode):
     """Rank ``shard.rank`` of partition-parallel minibatch training: ``inner`` is the
     single-process GraphSAINT mode (its stream, normalization and dataset; the same on every
     rank), ``assignment`` the plan's node -> part."""
 
     name = "partition-parallel"
-    mid_epoch_checkpoints = False
 
     def __init__(self, inner, assignment: np.ndarray, shard: TorchShard, *, plan_id=None,
                  settings: dict):
@@ -99,29 +98,24 @@ class PartitionParallelMode(Mode):
         if int(assignment.max(initial=0)) + 1 != shard.world:
             raise PlanError(f"plan: {int(assignment.max(initial=0)) + 1} parts but "
                             f"{shard.world} ranks run")
-        self.inner, self.shard, self.assignment = inner, shard, np.asarray(assignment)
-        self.rank, self.world, self.plan_id = shard.rank, shard.world, plan_id
-        self.settings = settings
-        for attr in ("num_features", "num_classes", "multilabel", "metric", "dataset_name"):
-            setattr(self, attr, getattr(inner, attr))
-        self.ex = SubgraphExchange(self.rank, device=shard.device, dtype=torch.float32,
-                                   timeout=settings["timeout"])
+        # the gradients' all-reduces (and every other collective) on a group of their own:
+        # they run while backward's boundary exchanges (the default group) are in flight
         timeout = settings["timeout"]
-        self.grads = TorchShard(group=dist.new_group(timeout=timedelta(seconds=timeout)),
-                                device=shard.device, timeout=timeout)
-        self.sync, self._steps = None, []
+        grads = TorchShard(group=dist.new_group(timeout=timedelta(seconds=timeout)),
+                           device=shard.device, timeout=timeout)
+        super().__init__(inner, grads, settings["compression"])
+        self.grads, self.assignment, self.plan_id = grads, np.asarray(assignment), plan_id
+        self.settings = settings
+        self.ex = SubgraphExchange(self.rank, device=shard.device, dtype=torch.float32,
+                                   timeout=timeout)
+        self._steps = []
 
     def identity(self) -> dict:
-        return {**self.inner.identity(), "mode": self.name, "inner": self.inner.name,
-                "world": self.world, "plan": {"parts": self.world, "assignment": self.plan_id}}
-
-    def run_info(self) -> dict:
-        return {**self.inner.run_info(), "inner_mode": self.inner.name, "world_size": self.world,
-                "backend": dist.get_backend(), "compression": self.settings["compression"]}
+        return {**super().identity(), "plan": {"parts": self.world, "assignment": self.plan_id}}
 
     def setup(self, model, seed: int) -> None:
         torch.manual_seed(seed * 1000 + 7919 * (self.rank + 1))  # dropout masks differ per rank
-        self.sync = GradientSync(model, self.grads, compression=self.settings["compression"],
+        self.sync = GradientSync(model, self.grads, compression=self.compression,
                                  forward=self._forward)
 
     def _forward(self, model, x):
@@ -130,9 +124,6 @@ class PartitionParallelMode(Mode):
         return model(x, self.ex.adj, exchange=self.ex)
 
     # ---------------------------------------------------------------- steps
-    def num_batches(self, epoch: int) -> int:
-        return self.inner.num_batches(epoch)
-
     def batches(self, epoch: int, skip: int = 0):
         self.ex.stats.reset()
         self.sync.reset()
@@ -183,19 +174,3 @@ class PartitionParallelMode(Mode):
         return {s: compute_metrics(ds.labels[getattr(ds, f"{s}_idx")],
                                    scores[getattr(ds, f"{s}_idx")], ds.multilabel)
                 for s in splits}
-
-    def gather(self, t):
-        return self.grads.gather_tensor(t)
-
-    def sync_model(self, model) -> None:
-        self.grads.broadcast_module(model)
-
-    def state_dict(self) -> dict:
-        return self.inner.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.inner.load_state_dict(state)
-
-    def close(self) -> None:
-        self.inner.close()
-        self.sync = None

@@ -16,28 +16,13 @@ uses: :mod:`scalegnn.features.formats`.
 """
 
 from scalegnn.features.dense import DenseFeatures, MappedFeatures
-from scalegnn.features.formats import (
-                                       FEATURE_FORMATS,
-                                       MMAP_AUTO_SHARE,
-                                       MMAP_FEATURES,
-                                       SPARSE_MAX_DENSITY,
-                                       append_columns,
-                                       as_feature_store,
-                                       check_feature_format,
-                                       check_mmap_features,
-                                       choose_representation,
-                                       csr_features,
-                                       should_map,
-)
+from scalegnn.features.formats import (FEATURE_FORMATS, MMAP_AUTO_SHARE, MMAP_FEATURES,
+                                       SPARSE_MAX_DENSITY, append_columns, as_feature_store,
+                                       check_feature_format, check_mmap_features,
+                                       choose_representation, csr_features, should_map)
 from scalegnn.features.sparse import SparseFeatures
-from scalegnn.features.store import (
-                                       BLOCK_BYTES,
-                                       FeatureStore,
-                                       Statistics,
-                                       apply_statistics,
-                                       block_rows,
-                                       column_statistics,
-)
+from scalegnn.features.store import (BLOCK_BYTES, FeatureStore, Statistics, apply_statistics,
+                                     block_rows, column_statistics)
 
 __all__ = ["FeatureStore", "DenseFeatures", "MappedFeatures", "SparseFeatures", "Statistics",
            "as_feature_store", "choose_representation", "append_columns", "csr_features",

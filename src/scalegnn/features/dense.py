@@ -12,77 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalegnn.features.store import (
-    FeatureStore,
-    Statistics,
-    apply_statistics,
-    block_rows,
-    column_statistics,
-    read_only_tensor,
-    row_index,
-)
+from scalegnn.features.store import (FeatureStore, Statistics, apply_statistics, block_rows,
+                                     column_statistics, read_only_tensor, row_index)
 from scalegnn.io import read_npy_blocks, whole_npy_file
 
 
-class DenseFeatures(FeatureStore):
-    """Rows of a numpy array in memory. ``statistics``: the standardization already applied
-    to ``array`` (a record, for transferring it to another graph), or None."""
-
-    def __init__(self, array: np.ndarray, *, statistics: Statistics | None = None):
-        self.array = array
-        self.statistics = statistics
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return tuple(self.array.shape)
-
-    @property
-    def ndim(self) -> int:
-        return self.array.ndim
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.array.dtype
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.array.nbytes)
-
-    def __getitem__(self, key) -> np.ndarray:
-        return self.array[key]
-
-    def dense_rows(self, rows) -> np.ndarray:
-        return np.ascontiguousarray(self.array[row_index(rows)], dtype=np.float32)
-
-    def to_dense(self) -> np.ndarray:
-        return np.asarray(self.array, dtype=np.float32)
-
-    def _rows_finite(self, chunk: int = 1 << 16) -> bool:
-        for s in range(0, self.array.shape[0], chunk):
-            if not np.isfinite(self.array[s:s + chunk]).all():
-                return False
-        return True
-
-    def as_input(self):
-        return read_only_tensor(np.asarray(self.array))
-
-    def fit_statistics(self, nodes) -> Statistics:
-        if self.statistics is not None:
-            raise ValueError("DenseFeatures: the rows are standardized already (their raw "
-                             "values are gone)")
-        return column_statistics(self.array, nodes)
-
-    def with_statistics(self, stats: Statistics) -> "DenseFeatures":
-        """A standardized float32 copy (float64 arithmetic per row chunk)."""
-        if self.statistics is not None:
-            raise ValueError("DenseFeatures: the rows are standardized already (their raw "
-                             "values are gone)")
-        return DenseFeatures(apply_statistics(self.array, stats), statistics=stats)
-
-
-class MappedFeatures(FeatureStore):
-    """Rows of a dense (usually memory-mapped) float32 matrix ``array``, never written,
-    standardized on read by ``statistics`` (None: raw)."""
+class _ArrayStore(FeatureStore):
+    """A store over a dense 2-D ``array`` (its shape and dtype are the store's, so
+    ``Dataset.validate`` can name a wrong one) with ``statistics`` (see the subclasses)."""
 
     def __init__(self, array: np.ndarray, *, statistics: Statistics | None = None):
         self.array = array
@@ -103,8 +40,49 @@ class MappedFeatures(FeatureStore):
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the backing matrix (on disk; resident only as page cache)."""
+        """Bytes of the rows (for a mapped file: on disk, resident only as page cache)."""
         return int(self.array.nbytes)
+
+    def _rows_finite(self) -> bool:
+        for s in range(0, self.shape[0], self.block_rows):
+            if not np.isfinite(self.array[s:s + self.block_rows]).all():
+                return False
+        return True
+
+
+class DenseFeatures(_ArrayStore):
+    """Rows of a numpy array in memory. ``statistics``: the standardization already applied
+    to ``array`` (a record, for transferring it to another graph), or None."""
+
+    def __getitem__(self, key) -> np.ndarray:
+        return self.array[key]
+
+    def dense_rows(self, rows) -> np.ndarray:
+        return np.ascontiguousarray(self.array[row_index(rows)], dtype=np.float32)
+
+    def to_dense(self) -> np.ndarray:
+        return np.asarray(self.array, dtype=np.float32)
+
+    def as_input(self):
+        return read_only_tensor(np.asarray(self.array))
+
+    def fit_statistics(self, nodes) -> Statistics:
+        if self.statistics is not None:
+            raise ValueError("DenseFeatures: the rows are standardized already (their raw "
+                             "values are gone)")
+        return column_statistics(self.array, nodes)
+
+    def with_statistics(self, stats: Statistics) -> "DenseFeatures":
+        """A standardized float32 copy (float64 arithmetic per row chunk)."""
+        if self.statistics is not None:
+            raise ValueError("DenseFeatures: the rows are standardized already (their raw "
+                             "values are gone)")
+        return DenseFeatures(apply_statistics(self.array, stats), statistics=stats)
+
+
+class MappedFeatures(_ArrayStore):
+    """Rows of a dense (usually memory-mapped) float32 matrix ``array``, never written,
+    standardized on read by ``statistics`` (None: raw)."""
 
     @property
     def mapped(self) -> bool:
@@ -151,12 +129,6 @@ class MappedFeatures(FeatureStore):
         if self.statistics is None:
             return np.array(self.array, dtype=np.float32)
         return apply_statistics(self.array, self.statistics, chunk=self.block_rows)
-
-    def _rows_finite(self) -> bool:
-        for s in range(0, self.shape[0], self.block_rows):
-            if not np.isfinite(self.array[s:s + self.block_rows]).all():
-                return False
-        return True
 
     def as_input(self):
         """Raw rows stay mapped (a zero-copy tensor over the file); standardized ones are read

@@ -4,10 +4,10 @@ prefetching loader (§2). numba kernels live in ``_sample_kernels.py`` (the samp
 sampler's Dashboard) and ``_induce_kernels.py`` (induced subgraphs, normalization counts); slow
 references in ``reference.py`` (tests only)."""
 
+from scalegnn.sampling.loader import GraphSAINTLoader
+from scalegnn.sampling.normalization import Normalization
 from scalegnn.sampling.sampler_base import Sampler, Subgraph
 from scalegnn.sampling.samplers import SAMPLERS, make_sampler
-from scalegnn.sampling.normalization import Normalization
-from scalegnn.sampling.loader import GraphSAINTLoader
 
 __all__ = ["Subgraph", "Sampler", "make_sampler", "SAMPLERS", "Normalization",
            "GraphSAINTLoader"]
