@@ -6,11 +6,19 @@ bucket (optionally compressed to fp16 / bf16 on the wire, ``distributed.compress
 records, per step, the all-reduce time (launch to completion, summed over buckets) and the
 part of it backward had to wait for after its last gradient (``exposed``): the rest was
 hidden behind the computation of earlier layers' gradients.
+
+The bucket layout is fixed when DDP is made (``find_unused_parameters=True``, which also keeps
+DDP from laying the buckets out anew after the first backward): a ring all-reduce rounds an
+element by its position in the bucket, so a rebuilt layout would make a run resumed with W >= 3
+ranks round its first step unlike the run it continues (two values add the same in either
+order). The price is one walk of the autograd graph per forward; a parameter a rank's forward
+did not use is then reduced as zero rather than hanging the step.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -44,8 +52,12 @@ class GradientSync:
         self.module = DistributedDataParallel(
             model if forward is None else _Call(model, forward),
             device_ids=[device] if device.type == "cuda" else None,
-            process_group=shard.group, forward_sync_buffers=False, bucket_cap_mb=bucket_mb)
+            process_group=shard.group, forward_sync_buffers=False, bucket_cap_mb=bucket_mb,
+            find_unused_parameters=True)
         self.module.register_comm_hook(self, _all_reduce_hook)
+        # chosen for the fixed layout, not for unused parameters: its advice does not apply
+        warnings.filterwarnings("ignore", category=UserWarning,
+                                message="find_unused_parameters=True was specified")
         self.reset()
 
     def reset(self) -> None:
