@@ -1,8 +1,8 @@
 """GradientSync's reduction: the mean of the ranks' gradients, and the same bits in a run's
-first step as in a later one (DDP would lay its buckets out anew after the first backward, and
-a ring all-reduce rounds an element by its position in the bucket: a run resumed with W >= 3
-ranks would round its first step unlike the run it continues); compressed, within the wire
-type's precision."""
+first step as in a later one (DDP lays its buckets out anew after the first backward, and a
+ring all-reduce rounds an element by its position in the buffer: reducing whole buckets, a run
+resumed with W >= 3 ranks would round its first step unlike the run it continues); compressed,
+within the wire type's precision; DDP's buckets sized to the model."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from gloo_helpers import join, leave, spawn
+from scalegnn.dist.ddp import bucket_cap_mb
 
 pytestmark = pytest.mark.dist
 
@@ -68,3 +69,12 @@ def test_mean_is_the_same_bits_in_a_first_and_a_later_step(tmp_path):
     grad_bytes = ranks[0]["own"][0].size * 4
     assert int(ranks[0]["none_bytes"]) == 3 * grad_bytes
     assert int(ranks[0]["fp16_bytes"]) == 3 * grad_bytes // 2
+
+
+def test_buckets_are_sized_to_the_model():
+    small = torch.nn.Linear(10, 10)
+    assert bucket_cap_mb(small) == 0.25
+    mid = torch.nn.Linear(1024, 1024)  # 4 MiB of float32 gradients -> 4 buckets of 1 MiB
+    assert bucket_cap_mb(mid) == pytest.approx((1024 * 1024 + 1024) * 4 / 4 / 2**20)
+    big = torch.nn.Linear(8192, 8192)  # 256 MiB -> DDP's cap
+    assert bucket_cap_mb(big) == 25.0

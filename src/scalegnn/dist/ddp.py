@@ -3,22 +3,26 @@ bucketed all-reduces launched while backward still computes the remaining gradie
 
 :class:`GradientSync` wraps a model in DDP with one communication hook that all-reduces each
 bucket (optionally compressed to fp16 / bf16 on the wire, ``distributed.compression``) and
-records, per step, the all-reduce time (launch to completion, summed over buckets) and the
+records, per step, the all-reduce time (the time some bucket's all-reduce was under way) and the
 part of it backward had to wait for after its last gradient (``exposed``): the rest was
 hidden behind the computation of earlier layers' gradients.
 
-The bucket layout is fixed when DDP is made (``find_unused_parameters=True``, which also keeps
-DDP from laying the buckets out anew after the first backward): a ring all-reduce rounds an
-element by its position in the bucket, so a rebuilt layout would make a run resumed with W >= 3
-ranks round its first step unlike the run it continues (two values add the same in either
-order). The price is one walk of the autograd graph per forward; a parameter a rank's forward
-did not use is then reduced as zero rather than hanging the step.
+Each bucket is all-reduced one parameter's gradient at a time (one collective per parameter,
+all launched at once): a ring all-reduce rounds an element by its position in the buffer it
+reduces, and DDP lays its buckets out anew after the first backward, so reducing the bucket's
+flat buffer would make a run resumed with W >= 3 ranks round its first step unlike the run it
+continues (two values add the same in either order). Per parameter, the rounding depends on the
+parameter alone, whatever the bucket layout.
+
+Buckets are sized to the model (:func:`bucket_cap_mb`): about a quarter of its gradient bytes
+each, between 256 KiB and DDP's 25 MiB. DDP's own default is sized for models of hundreds of
+megabytes; a GNN of a few megabytes would fit one bucket whole, launched only after backward's
+last gradient, and nothing would overlap.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 
 import torch
 import torch.distributed as dist
@@ -40,28 +44,33 @@ class _Call(torch.nn.Module):
         return self.fn(self.model, *inputs)
 
 
+def bucket_cap_mb(model: torch.nn.Module, *, buckets: int = 4) -> float:
+    """The bucket cap in MiB that splits ``model``'s gradients into about ``buckets`` buckets,
+    within [0.25, 25] MiB."""
+    nbytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    return min(25.0, max(0.25, nbytes / buckets / 2**20))
+
+
 class GradientSync:
     """DDP around ``model`` on ``shard``'s process group; ``module`` is what forward calls
     (``model(*inputs)``, or ``forward(model, *inputs)`` when given)."""
 
     def __init__(self, model: torch.nn.Module, shard, *, compression: str = "none",
-                 bucket_mb: float = 25.0, forward=None):
+                 bucket_mb: float | None = None, forward=None):
         device = shard.device
         self.shard = shard
         self.wire = COMPRESSIONS[compression]
         self.module = DistributedDataParallel(
             model if forward is None else _Call(model, forward),
             device_ids=[device] if device.type == "cuda" else None,
-            process_group=shard.group, forward_sync_buffers=False, bucket_cap_mb=bucket_mb,
-            find_unused_parameters=True)
+            process_group=shard.group, forward_sync_buffers=False,
+            bucket_cap_mb=bucket_cap_mb(model) if bucket_mb is None else bucket_mb)
         self.module.register_comm_hook(self, _all_reduce_hook)
-        # chosen for the fixed layout, not for unused parameters: its advice does not apply
-        warnings.filterwarnings("ignore", category=UserWarning,
-                                message="find_unused_parameters=True was specified")
         self.reset()
 
     def reset(self) -> None:
-        self.busy_s = 0.0     # all-reduce launch -> completion, summed over buckets
+        self.busy_s = 0.0     # time some bucket's all-reduce was under way (launch -> completion)
+        self.busy_until = 0.0  # the latest completion so far (buckets complete in launch order)
         self.exposed_s = 0.0  # backward's wait after its last bucket was ready
         self.bytes = 0        # bytes all-reduced (on the wire type)
         self.last_ready = None
@@ -81,23 +90,25 @@ class GradientSync:
 
 
 def _all_reduce_hook(state, bucket):  # unannotated: DDP checks annotations as objects
-    """Average one bucket over the ranks (DDP's default, optionally compressed), timed;
-    returns a future of the averaged bucket."""
+    """Average one bucket over the ranks (DDP's default, optionally compressed), each
+    parameter's gradient by its own all-reduce, timed; returns a future of the averaged bucket."""
     t0 = time.perf_counter()
     state.last_ready = t0
     buf = bucket.buffer()
-    world = state.shard.world
     wire = buf if state.wire is None else buf.to(state.wire)
-    wire.div_(world)
+    wire.div_(state.shard.world)
     state.bytes += wire.numel() * wire.element_size()
-    fut = dist.all_reduce(wire, group=state.shard.group, async_op=True).get_future()
+    pieces = wire.split([p.numel() for p in bucket.parameters()])
+    futures = [dist.all_reduce(piece, group=state.shard.group, async_op=True).get_future()
+               for piece in pieces]
 
-    def done(f):
-        state.busy_s += time.perf_counter() - t0
-        out = f.value()[0]
-        if state.wire is None:
-            return out
-        buf.copy_(out)
+    def done(_):
+        now = time.perf_counter()
+        # the union of the buckets' intervals: a bucket queued behind another is not counted twice
+        state.busy_s += max(0.0, now - max(t0, state.busy_until))
+        state.busy_until = max(state.busy_until, now)
+        if state.wire is not None:
+            buf.copy_(wire)
         return buf
 
-    return fut.then(done)
+    return torch.futures.collect_all(futures).then(done)
