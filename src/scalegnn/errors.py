@@ -35,3 +35,12 @@ class DistError(ScaleGNNError):
 
 class TrainingError(ScaleGNNError):
     """Training cannot go on (the loss became NaN/inf, a checkpoint does not fit the run)."""
+
+
+class WriteError(ScaleGNNError):
+    """A file cannot be written (a full disk or quota, a read-only or forbidden folder); raised
+    by :mod:`scalegnn.io`'s writers, naming the file the user asked for, never a temporary.
+    ``path`` and ``reason`` hold the two parts of the message."""
+
+    path = None
+    reason = ""

@@ -34,6 +34,7 @@ selected node in selection order (``--nodes`` file order, a split's order, or no
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -264,6 +265,9 @@ def check_output(path) -> Path:
         raise ConfigError(f"--out {path}: folder {path.parent} does not exist")
     if path.is_dir():
         raise ConfigError(f"--out {path}: is a folder")
+    if not os.access(path.parent, os.W_OK | os.X_OK):  # read-only, or not ours: say so now
+        raise ConfigError(f"--out {path}: cannot write into {path.parent} (read-only or no "
+                          f"permission)")
     if suffix == ".parquet":
         try:
             import pyarrow  # noqa: F401, PLC0415

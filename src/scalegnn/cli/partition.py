@@ -11,11 +11,17 @@ partitions (``scalegnn partition DATA ...`` is ``partition make DATA ...``).
   hypergraph); ``--parts K --out PLAN`` also writes the SHP partition as a plan.
 
 ``metis`` and ``random`` remain aliases of ``gp`` and ``rp``.
+
+A plan is written into a temporary sibling of ``--out`` that replaces it once complete
+(:func:`plan_folder`), so a failed write (a full disk) leaves no torn plan and an old plan in
+``--out`` as it was; a folder holding other files is written in place, as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from pathlib import Path
 
 from scalegnn.dist.compare import (compare, format_table, method_spec, parse_list, plot, report_row,
                                    write_json)
@@ -23,8 +29,10 @@ from scalegnn.dist.dataload import load
 from scalegnn.dist.partition import canonical, partition_dataset, write_plan
 from scalegnn.dist.shp import compare_shp, parse_budget, plot_shp
 from scalegnn.errors import ConfigError
+from scalegnn.io import atomic_folder
 
 SUBCOMMANDS = ("make", "compare", "shp")
+PLAN_ENTRIES = ("plan.json", "assignment.npy")
 
 
 def add_parser(sub):
@@ -167,10 +175,11 @@ def run(args) -> int:
     row, a = report_row(ds.graph, args.method, parts, seed=args.seed, **_kw(args))
     out = {"method": row["method"], "parts": parts}
     if args.out:
-        plan = partition_dataset(ds, parts, args.out, method=args.method, seed=args.seed,
-                                 weights=args.weights, preset=args.preset,
-                                 gp_objective=args.gp_objective, assignment=a)
-        out = {"plan": str(plan.root), **out, **plan.meta["totals"]}
+        with plan_folder(args.out) as folder:
+            plan = partition_dataset(ds, parts, folder, method=args.method, seed=args.seed,
+                                     weights=args.weights, preset=args.preset,
+                                     gp_objective=args.gp_objective, assignment=a)
+        out = {"plan": str(args.out), **out, **plan.meta["totals"]}
     if args.report:
         out["report"] = {k: row[k] for k in row if k not in ("sent", "recv", "messages",
                                                              "compute_load")}
@@ -205,19 +214,20 @@ def run_shp(args) -> int:
 
     def write(k, assignment):
         if args.out:
-            plans[k] = write_plan(ds, assignment, args.out, seed=args.seed,
+            plans[k] = write_plan(ds, assignment, folder, seed=args.seed,
                                   method=f"shp/{args.sampler}/{args.preset}")
 
-    res = compare_shp(ds, parts, sampler=args.sampler, budget=budget,
-                      theta=args.theta, delta=args.delta, eval_batches=args.eval_batches,
-                      seed=args.seed, imbalance=args.imbalance, preset=args.preset,
-                      threads=args.threads, min_batches=args.min_batches, prior=args.prior,
-                      transductive=args.transductive,
-                      log=lambda r: print(json.dumps(r), flush=True), on_partition=write)
+    with plan_folder(args.out) if args.out else contextlib.nullcontext() as folder:
+        res = compare_shp(ds, parts, sampler=args.sampler, budget=budget,
+                          theta=args.theta, delta=args.delta, eval_batches=args.eval_batches,
+                          seed=args.seed, imbalance=args.imbalance, preset=args.preset,
+                          threads=args.threads, min_batches=args.min_batches, prior=args.prior,
+                          transductive=args.transductive,
+                          log=lambda r: print(json.dumps(r), flush=True), on_partition=write)
     out = {"geomean_shp_vs_hp": res["geomean_shp_vs_hp"]}
     if plans:
         plan = next(iter(plans.values()))
-        out = {"plan": str(plan.root), **out, **plan.meta["totals"]}
+        out = {"plan": str(args.out), **out, **plan.meta["totals"]}
     print(json.dumps(out))
     return _save(res, args.json, args.plot, plot_shp)
 
@@ -229,3 +239,18 @@ def _save(res: dict, json_path, plot_path, plot_fn) -> int:
     if plot_path:
         plot_fn(res, plot_path)
     return 0
+
+
+@contextlib.contextmanager
+def plan_folder(out):
+    """The folder to write the plan ``--out`` into: a temporary sibling that replaces ``out``
+    when the plan is complete (``out`` new, or holding only a plan), else ``out`` itself."""
+    out = Path(out)
+    if out.is_dir() and any(p.name not in PLAN_ENTRIES and not p.name.startswith("rank_")
+                            for p in out.iterdir()):
+        yield out  # other files live there: written in place (plan.json last)
+        return
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a folder")
+    with atomic_folder(out, overwrite=True) as tmp:
+        yield tmp

@@ -22,7 +22,7 @@ from scalegnn.engine.console import format_summary
 from scalegnn.errors import ConfigError
 from scalegnn.features import should_map
 from scalegnn.io import read_json_object, same_path
-from scalegnn.report import write_report
+from scalegnn.report import report_paths, write_report
 from scalegnn.threads import set_threads
 from scalegnn.train import Trainer
 from scalegnn.train.build import resolve_device
@@ -70,8 +70,9 @@ def add_parser(sub):
     r = sub.add_parser("report", help="write a run directory's report.png and report.html "
                                       "(loss, validation, time split; tables of every epoch)")
     r.add_argument("run_dir")
-    r.add_argument("--out", help="PNG path (default: RUN_DIR/report.png); the HTML page is "
-                                 "written beside it with the suffix .html")
+    r.add_argument("--out", help="X.png: the plot, and the HTML page beside it as X.html; "
+                                 "X.html: the page alone (default: RUN_DIR/report.png and "
+                                 "report.html)")
     r.set_defaults(func=run_report)
 
 
@@ -105,6 +106,9 @@ def resolve_run(args, mode: str) -> RunSpec:
     data = getattr(args, "data", None)
     split = getattr(args, "split", None)
     if args.resume:
+        if args.overwrite:
+            raise ConfigError(f"--overwrite: contradicts --resume {args.resume} (--resume "
+                              f"continues the run, --overwrite replaces it); drop one")
         if args.out is not None and not same_path(args.out, args.resume):
             raise ConfigError(f"--out {args.out}: a resumed run writes its own folder "
                               f"{args.resume}; drop --out")
@@ -214,12 +218,17 @@ def run_train(args) -> int:
 
 
 def run_report(args) -> int:
-    html = Path(args.out).with_suffix(".html") if args.out else None
-    paths = write_report(args.run_dir, args.out, html)
-    if paths["png"] is None:
+    png, html = report_paths(args.out) if args.out else (None, None)  # before reading the run
+    paths = write_report(args.run_dir, png, html)
+    if paths["skipped"]:
+        print(f"scalegnn: warning: {Path(args.run_dir) / 'metrics.jsonl'}: skipped "
+              f"{paths['skipped']} damaged line(s) that are not JSON records (torn by a crash?); "
+              f"the report shows the other epochs", file=sys.stderr)
+    if paths["png"] is None and png is not False:
         print(f"{paths['html']}\nno report.png: matplotlib is not installed (pip install "
               f"'scalegnn[plot]')", file=sys.stderr)
         return 1
-    print(paths["png"])
+    if paths["png"] is not None:
+        print(paths["png"])
     print(paths["html"])
     return 0

@@ -76,7 +76,8 @@ def load_npy(path, what: str = "array", mmap: bool = False) -> np.ndarray:
         if "python objects" in str(e).lower() or "pickle" in str(e).lower():
             raise DataError(f"{path}: {what} would need unpickling; refusing") from None
         raise DataError(f"{path}: not a readable .npy file ({_short(e)})") from None
-    except (OSError, EOFError, MemoryError) as e:
+    except Exception as e:  # noqa: BLE001 (OSError, EOFError, MemoryError, a damaged header's
+        # tokenize.TokenError or SyntaxError...)
         raise DataError(f"{path}: not a readable .npy file ({_short(e)})") from None
     if not isinstance(x, np.ndarray):
         if hasattr(x, "close"):
@@ -116,8 +117,11 @@ def _read_mapped(path, m: np.memmap) -> np.ndarray:
     return out.reshape(m.shape, order=order)
 
 
-def _short(e: Exception) -> str:
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
+def _short(e: Exception, limit: int = 160) -> str:
+    """The first line of ``e``'s message (its type when empty), at most ``limit`` characters:
+    a damaged header's bytes are quoted in the message."""
+    text = (str(e).strip().splitlines() or [""])[0] or type(e).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 MAX_ID = 2**53  # every integer below this is exact in float64; ids/labels beyond are absurd

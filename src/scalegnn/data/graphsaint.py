@@ -36,7 +36,7 @@ from scalegnn.data.dataset import Dataset
 from scalegnn.errors import DataError
 from scalegnn.features import block_rows
 from scalegnn.graph import Graph
-from scalegnn.io import atomic_folder, atomic_write_json, write_npy_blocks
+from scalegnn.io import atomic_folder, atomic_open, atomic_write_json, write_npy_blocks
 
 FILES = ("adj_full.npz", "adj_train.npz", "role.json", "class_map.json", "feats.npy")
 
@@ -233,7 +233,8 @@ def write_adj(path, graph, nodes=None) -> None:
 def write_npz_streamed(path, entries) -> None:
     """An uncompressed .npz (what ``np.savez`` writes) of ``(name, dtype, shape, pieces)``
     entries, each written from consecutive C-order ``pieces`` (an iterable of arrays)."""
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+    with atomic_open(path, "wb") as out, \
+            zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, dtype, shape, pieces in entries:
             with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
                 np.lib.format.write_array_header_1_0(f, {
@@ -258,7 +259,7 @@ def _write_id_lists(f, arr, fmt, step: int = 1 << 16) -> None:
 
 def write_roles(path, tr, va, te) -> None:
     """role.json, written in slices (``json.dumps`` of 10^8 ids would need gigabytes)."""
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_open(path, "w") as f:
         f.write("{")
         for i, (key, idx) in enumerate((("tr", tr), ("va", va), ("te", te))):
             f.write(f'{", " if i else ""}"{key}": [')
@@ -270,7 +271,7 @@ def write_roles(path, tr, va, te) -> None:
 def write_class_map(path, labels, step: int = 1 << 16) -> None:
     """class_map.json ``{"<id>": class | [0/1, ...]}`` in node order, written in slices."""
     labels = np.asarray(labels)
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_open(path, "w") as f:
         f.write("{")
         for s in range(0, labels.shape[0], step):
             rows = labels[s:s + step].astype(np.int64).tolist()

@@ -92,7 +92,7 @@ def load_checkpoint(path, map_location="cpu") -> dict:
         ck = torch.load(path, map_location=map_location, weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, zipfile.BadZipFile,
             AttributeError, TypeError, KeyError, IndexError) as e:
-        why = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0][:120]
         raise ConfigError(f"{path}: not a loadable scalegnn checkpoint (refused by the safe "
                           f"loader: {why})") from None
     if not isinstance(ck, dict) or ck.get("format") != FORMAT:

@@ -17,8 +17,11 @@ Rules: checkpoints and JSON files are written atomically (an interrupted run nev
 half-written one). A folder holding a run is not written again without ``resume`` (continue it)
 or ``overwrite`` (delete its run files first); a folder with other files is not made a run
 folder without ``overwrite``. One process at a time writes a run directory. ``metrics.jsonl``
-may end in a torn line (SIGKILL or a full disk mid-write): readers skip lines that do not parse,
-and a resumed run rewrites the file with the records before its checkpoint.
+may end in a torn line (SIGKILL mid-write; a failed append, a full disk, is cut off again):
+readers skip lines that do not parse, and a resumed run rewrites the file with the records
+before its checkpoint. A failed write (a full disk, a read-only folder) is one
+:class:`~scalegnn.errors.WriteError` line naming the file; the files before it stay whole, so
+the run resumes once there is room.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from scalegnn.engine.checkpoint import load_checkpoint
 from scalegnn.engine.loggers import open_loggers
 from scalegnn.errors import ConfigError
 from scalegnn.faults import crash_point
-from scalegnn.io import atomic_open, atomic_write_json, atomic_write_text
+from scalegnn.io import append_text, atomic_open, atomic_write_text, write_error
 
 RUN_FILES = ("config.yml", "run.json", "metrics.jsonl", "best.pt", "last.pt", "summary.json",
              "report.png", "report.html", "metrics.csv")
@@ -56,21 +59,29 @@ def holds_run(path) -> bool:
 
 def read_metrics_file(path) -> list[dict]:
     """Records of a metrics.jsonl, skipping lines that do not parse (a torn last line)."""
+    return read_metrics_lines(path)[0]
+
+
+def read_metrics_lines(path) -> tuple[list[dict], int]:
+    """``(records, skipped)`` of a metrics.jsonl: the JSON objects of its lines, and how many
+    non-empty lines were skipped because they are not one (torn or damaged)."""
     path = Path(path)
     if not path.is_file():
-        return []
-    out = []
+        return [], 0
+    out, skipped = [], 0
     for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
         line = line.strip()
         if not line:
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
-            continue
+        except (ValueError, RecursionError):
+            rec = None
         if isinstance(rec, dict):
             out.append(rec)
-    return out
+        else:
+            skipped += 1
+    return out, skipped
 
 
 class RunDir:
@@ -96,7 +107,10 @@ class RunDir:
             if others:
                 raise ConfigError(f"--out {self.path}: folder is not empty ({others[0]!r}, ...) "
                                   f"and holds no run; choose a new folder or pass --overwrite")
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a read-only or full disk, a file on the way
+            raise write_error(self.path, e) from None
         if lock and os.environ.get(LOCK_ENV) != str(self.path.resolve()):
             self.lock()
         if overwrite and not resume:
@@ -110,7 +124,10 @@ class RunDir:
     # -------------------------------------------------------------- lock
     def lock(self):
         """Take the run's lock (non-blocking); one line naming the holder when it is taken."""
-        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:  # a read-only or forbidden folder
+            raise write_error(self.path / LOCK, e) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -118,8 +135,12 @@ class RunDir:
             os.close(fd)
             raise ConfigError(f"{self.path}: another scalegnn process (pid {holder}) is writing "
                               f"this run directory") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as e:  # a full disk
+            os.close(fd)
+            raise write_error(self.path / LOCK, e) from None
         self._lock_fd = fd
 
     @property
@@ -149,14 +170,12 @@ class RunDir:
         atomic_write_text(self.file(name), text)
 
     def write_json(self, name: str, obj):
-        atomic_write_json(self.file(name), obj, indent=2)
+        self.write_text(name, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
     def append_metrics(self, record: dict):
         """One line per record; the file holds whole lines only, since every run first rewrites
         it with :meth:`truncate_metrics` (a torn line is never appended to)."""
-        with open(self.file("metrics.jsonl"), "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
-            f.flush()
+        append_text(self.file("metrics.jsonl"), json.dumps(record, sort_keys=True) + "\n")
         for logger in self.loggers:
             logger.log(record)
 

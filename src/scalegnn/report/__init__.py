@@ -2,7 +2,10 @@
 ``report.html`` (:mod:`scalegnn.report.html`) beside ``metrics.jsonl``.
 
 * :func:`write_report` — both files (the HTML embeds the PNG; without matplotlib the HTML is
-  written alone and ``png`` is None). A bad run directory is a one-line DataError.
+  written alone and ``png`` is None), or the HTML page alone (``png=False``). A bad run
+  directory is a one-line DataError; the count of skipped damaged lines of ``metrics.jsonl``
+  comes back as ``skipped``.
+* :func:`report_paths` — the files of ``scalegnn report --out``, chosen by its suffix.
 * :func:`plot_run` — the PNG only (None without matplotlib).
 * :func:`report_after_run` — what the trainer calls at the end of a run: never raises, a
   report problem is one warning line on stderr and the finished run stands.
@@ -14,12 +17,15 @@ import io
 import sys
 from pathlib import Path
 
+from scalegnn.errors import ConfigError
 from scalegnn.io import atomic_write_bytes, atomic_write_text
 from scalegnn.report import plot
 from scalegnn.report.html import render_html
 from scalegnn.report.rundata import RunData, load_run
 
-__all__ = ["write_report", "plot_run", "report_after_run", "load_run", "RunData"]
+__all__ = ["RunData", "load_run", "plot_run", "report_after_run", "report_paths", "write_report"]
+
+REPORT_TYPES = (".png", ".html")
 
 
 def _png_bytes(data: RunData) -> bytes | None:
@@ -40,16 +46,30 @@ def _png_bytes(data: RunData) -> bytes | None:
 
 def write_report(run_dir, png=None, html=None) -> dict:
     """Write ``report.png`` and ``report.html`` for the run in ``run_dir`` (or to the paths
-    ``png`` / ``html``); return ``{"png": path or None, "html": path}``."""
+    ``png`` / ``html``; ``png=False``: the HTML page alone, its plot embedded); return
+    ``{"png": path or None, "html": path, "skipped": damaged metrics lines left out}``."""
     run_dir = Path(run_dir)
     data = load_run(run_dir)
-    png_path = Path(png) if png else run_dir / "report.png"
+    png_path = None if png is False else Path(png) if png else run_dir / "report.png"
     html_path = Path(html) if html else run_dir / "report.html"
     image = _png_bytes(data)
-    if image is not None:
+    if image is not None and png_path is not None:
         atomic_write_bytes(png_path, image)
     atomic_write_text(html_path, render_html(data, image))
-    return {"png": png_path if image is not None else None, "html": html_path}
+    return {"png": png_path if image is not None else None, "html": html_path,
+            "skipped": data.skipped}
+
+
+def report_paths(out) -> tuple[Path | bool, Path]:
+    """``(png, html)`` for ``scalegnn report --out OUT``, by OUT's suffix: ``X.png`` -> the PNG
+    and ``X.html`` beside it; ``X.html`` -> the page alone (``png`` False); anything else is a
+    one-line ConfigError naming ``--out``."""
+    out = Path(out)
+    suffix = out.suffix.lower()
+    if suffix not in REPORT_TYPES:
+        raise ConfigError(f"--out {out}: unknown report type {suffix or '(none)'!r}; expected "
+                          f".png (the page is written beside it as .html) or .html")
+    return (out, out.with_suffix(".html")) if suffix == ".png" else (False, out)
 
 
 def plot_run(run_dir, out=None):

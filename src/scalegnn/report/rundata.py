@@ -1,6 +1,7 @@
 """A run directory read for its report: records, summary, config and run facts, checked.
 
-Contract: :func:`load_run` reads ``metrics.jsonl`` (torn lines skipped), and, when present,
+Contract: :func:`load_run` reads ``metrics.jsonl`` (torn or damaged lines skipped and counted
+in ``RunData.skipped``), and, when present,
 ``summary.json`` (a run killed before its end has none), ``run.json`` and ``config.yml``
 (``yaml.safe_load``). A folder that is not a run, a run with no epoch record yet, or a damaged
 JSON/YAML file is a one-line :class:`~scalegnn.errors.DataError` naming the file.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from scalegnn.engine.rundir import read_metrics_file
+from scalegnn.engine.rundir import read_metrics_lines
 from scalegnn.errors import DataError
 from scalegnn.io import read_json_object
 
@@ -48,6 +49,7 @@ class RunData:
     info: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)
     config_text: str = ""
+    skipped: int = 0  # lines of metrics.jsonl that do not parse (torn or damaged), left out
 
     # ------------------------------------------------------------------ facts
     @property
@@ -192,8 +194,8 @@ def load_run(run_dir) -> RunData:
     path = run_dir / "metrics.jsonl"
     if not path.is_file():
         raise DataError(f"{path}: not found (is {run_dir} a run directory?)")
-    recs = []
-    for i, rec in enumerate(read_metrics_file(path), 1):
+    recs, found = [], read_metrics_lines(path)
+    for i, rec in enumerate(found[0], 1):
         ep = rec.get("epoch")
         if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
             raise DataError(f"{path}: record {i} has no epoch number (got {ep!r})")
@@ -207,12 +209,13 @@ def load_run(run_dir) -> RunData:
         try:
             text = cfg.read_text(encoding="utf-8")
             config = yaml.safe_load(text) or {}
-        except (yaml.YAMLError, UnicodeDecodeError):
+        except (yaml.YAMLError, UnicodeDecodeError, RecursionError):
             raise DataError(f"{cfg}: damaged (not valid YAML)") from None
         if not isinstance(config, dict):
             raise DataError(f"{cfg}: expected a mapping")
     return RunData(run_dir, recs, read_json_object(run_dir / "summary.json", missing_ok=True),
-                   read_json_object(run_dir / "run.json", missing_ok=True), config, text)
+                   read_json_object(run_dir / "run.json", missing_ok=True), config, text,
+                   skipped=found[1])
 
 
 def config_section(data: RunData, name: str) -> dict:

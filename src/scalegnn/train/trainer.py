@@ -41,6 +41,7 @@ from scalegnn.engine.optim import Adam, LRSchedule
 from scalegnn.engine.rundir import RunDir, command_line, run_info
 from scalegnn.errors import ConfigError, TrainingError
 from scalegnn.faults import crash_point
+from scalegnn.io import read_json_object
 from scalegnn.report import report_after_run
 from scalegnn.threads import keep_freed_memory, trim_heap
 from scalegnn.train.build import build_run_model, guard_memory, resolve_device, seed_everything
@@ -330,7 +331,8 @@ class Trainer:
 
     def _note_resume(self, done: int):
         info = self.run.file("run.json")
-        data = json.loads(info.read_text()) if info.is_file() else run_info(self.mode, self.seed, self.device, self.extra_info)
+        data = read_json_object(info) if info.is_file() else \
+            run_info(self.mode, self.seed, self.device, self.extra_info)
         data.setdefault("resumed", []).append({"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
                                                "epochs_done": done, "argv": command_line()})
         self.run.write_json("run.json", data)
