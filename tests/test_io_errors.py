@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.io as sio_mat
+import scipy.sparse as sp
 import torch
 
 from bad_input_helpers import disk_full
@@ -154,21 +156,36 @@ def _corrupt(path: Path, seed: int) -> None:
     path.write_bytes(bytes(data))
 
 
-USER_FILES = {  # file in the graphsaint folder -> what reads it
-    "feats.npy": "data", "adj_full.npz": "data", "role.json": "data", "class_map.json": "data",
-}
+def _dataset_files(folder: Path) -> None:
+    """The tiny dataset as a GraphSAINT folder (gs/), an .npz, a .mat and a CSV folder (c/)."""
+    ds = make_tiny_dataset()
+    save_graphsaint(ds, folder / "gs")
+    a = ds.graph.to_scipy()
+    np.savez(folder / "g.npz", adj_data=a.data, adj_indices=a.indices, adj_indptr=a.indptr,
+             adj_shape=np.array(a.shape), attr_matrix=ds.features, labels=ds.labels)
+    sio_mat.savemat(folder / "g.mat", {"network": sp.csc_matrix(a.astype(np.float64)),
+                                        "group": sp.csc_matrix(np.eye(3)[ds.labels])})
+    (folder / "c").mkdir()
+    src, dst = ds.graph.edge_index()
+    (folder / "c" / "g_edges.csv").write_text(
+        "id_1,id_2\n" + "".join(f"{u},{v}\n" for u, v in zip(src, dst) if u < v))
+    (folder / "c" / "g_target.csv").write_text(
+        "id,label\n" + "".join(f"{i},{y}\n" for i, y in enumerate(ds.labels)))
 
 
-@pytest.mark.parametrize("name", sorted(USER_FILES))
+@pytest.mark.parametrize("name", ["gs/feats.npy", "gs/adj_full.npz", "gs/role.json",
+                                  "gs/class_map.json", "g.npz", "g.mat", "c/g_edges.csv",
+                                  "c/g_target.csv"])
 def test_damaged_dataset_files_are_one_line(tmp_path, capsys, name):
-    save_graphsaint(make_tiny_dataset(), tmp_path / "ref")
+    _dataset_files(tmp_path / "ref")
+    spec = name.split("/")[0] if "/" in name else name
     for seed in range(4):
-        shutil.rmtree(tmp_path / "gs", ignore_errors=True)
-        shutil.copytree(tmp_path / "ref", tmp_path / "gs")
-        _corrupt(tmp_path / "gs" / name, seed)
-        rc = main(["data", "info", str(tmp_path / "gs")])
+        shutil.rmtree(tmp_path / "w", ignore_errors=True)
+        shutil.copytree(tmp_path / "ref", tmp_path / "w")
+        _corrupt(tmp_path / "w" / name, seed)
+        rc = main(["data", "info", str(tmp_path / "w" / spec)])
         if rc != 0:
-            one_line(capsys, rc, name)
+            one_line(capsys, rc, str(tmp_path / "w"))  # a file of the data
         capsys.readouterr()
 
 
