@@ -9,13 +9,13 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from scalegnn.errors import (ScaleGNNError, DataError, GraphError, ConfigError, PlanError, DistError,
-                             TrainingError)
+                             TrainingError, WriteError)
 from scalegnn.graph import Graph
 
 __version__ = "0.1.0"
 
 __all__ = ["Graph", "load_run", "ScaleGNNError", "DataError", "GraphError", "ConfigError", "PlanError", "DistError",
-           "TrainingError", "__version__"]
+           "TrainingError", "WriteError", "__version__"]
 
 
 def __getattr__(name):
