@@ -143,11 +143,11 @@ def _(tmp, mp):
     return ["data", "info", str(folder)]
 
 
-@case("labels CSV is a folder", "g_edges.csv", "no labels CSV")
+@case("labels CSV is a folder", "no labels CSV", "--labels")
 def _(tmp, mp):
     write(tmp / "c" / "g_edges.csv", "0,1\n")
     (tmp / "c" / "g_target.csv").mkdir()
-    return ["data", "info", str(tmp / "c" / "g_edges.csv")]
+    return ["data", "info", str(tmp / "c")]
 
 
 # ----------------------------------------------------------------------------- float ids/labels

@@ -214,11 +214,14 @@ def test_csv_roundtrip(tmp_path):
     assert ds.meta["class_names"] == ["company", "politician", "tvshow"]
     width = int(max(max(v) for v in feats.values() if v)) + 1
     np.testing.assert_array_equal(ds.features, ref.features[:, :width])
-    # the edge file itself works as the spec, tab separated without header too
+    # the edge file itself works as the spec, tab separated without header too; given a
+    # file, only the files named by the options are read beside it
     with open(d / "fb_edges.csv", "w") as f:
         f.write("".join(f"{u}\t{v}\n" for u, v in zip(src, dst)))
-    ds2 = load_dataset(str(d / "fb_edges.csv"))
+    ds2 = load_dataset(str(d / "fb_edges.csv"), options={"labels": str(d / "fb_target.csv"),
+                                                        "features": str(d / "fb.json")})
     assert_same_graph(ds2.graph, ref.graph)
+    np.testing.assert_array_equal(ds2.features, ds.features)
 
 
 def test_csv_json_lists_and_npy_features(tmp_path):

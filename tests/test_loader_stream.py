@@ -76,8 +76,9 @@ def test_csv_gz_dataset_and_detect(tmp_path):
     d.mkdir()
     _write(d / "x_edges.csv.gz", "id_1,id_2\n" + "".join(f"{u},{v}\n" for u, v in zip(src, dst)))
     _write(d / "x_target.csv", "id,label\n" + "".join(f"{i},{i % 3}\n" for i in range(n)))
-    for spec in (d, d / "x_edges.csv.gz"):
-        ds = load_dataset(str(spec))
+    for spec in (d, d / "x_edges.csv.gz"):  # a file: its labels by name
+        named = None if spec == d else {"labels": str(d / "x_target.csv")}
+        ds = load_dataset(str(spec), options=named)
         _same_graph(ds.graph, Graph.from_edges(src, dst, n))
         assert ds.name == "x" or spec == d
 
@@ -258,12 +259,12 @@ def test_peak_memory_at_most_twice_the_data(tmp_path):
     ("labels.txt", "# comment\n0\t2\n2\t1\n1\t0\n"),
     ("labels.txt", "0 1.0\n1 0\n2 1\n")])
 def test_numeric_labels_fast_path_equals_csv_module(tmp_path, monkeypatch, name, text):
-    from scalegnn.data import csv as csvmod
+    from scalegnn.data import labels as labmod
     path = _write(tmp_path / name, text)
-    ids, values, col = csvmod.read_labels_csv(path)
+    ids, values, col = labmod.read_labels_csv(path)
     assert isinstance(values, np.ndarray)  # took the fast path
-    monkeypatch.setattr(csvmod, "_numeric_labels", lambda *a: None)
-    ids2, values2, col2 = csvmod.read_labels_csv(path)
+    monkeypatch.setattr(labmod, "_numeric_labels", lambda *a: None)
+    ids2, values2, col2 = labmod.read_labels_csv(path)
     assert col == col2
     assert (ids is None and ids2 is None) or np.array_equal(ids, ids2)
-    assert np.array_equal(csvmod.label_ids(values, path)[0], csvmod.label_ids(values2, path)[0])
+    assert np.array_equal(labmod.label_ids(values, path)[0], labmod.label_ids(values2, path)[0])

@@ -250,7 +250,7 @@ def test_csv_fuzzed(data):
             x = np.ones((n, 3), np.float32)
             np.save(d / "g_features.npy", mutate_array(data, x) if data.draw(st.booleans())
                     else x, allow_pickle=False)
-        load_checked(d / "g_edges.csv")
+        load_checked(d)  # the folder: its edges, target and features files
 
 
 # ----------------------------------------------------------------------------- (d) spec strings

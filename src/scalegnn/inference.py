@@ -42,6 +42,7 @@ import numpy as np
 
 from scalegnn.config import Config
 from scalegnn.data import load_dataset
+from scalegnn.data.options import check_options
 from scalegnn.data.transforms import prepared_dataset, standardized_like
 from scalegnn.engine import checkpoint as ckpt
 from scalegnn.engine.metrics import compute_metrics
@@ -123,12 +124,15 @@ class TrainedRun:
         return compute_metrics(self.dataset.labels[nodes], scores, self.dataset.multilabel)
 
 
-def load_run(run_dir, data=None, *, device="cpu") -> TrainedRun:
+def load_run(run_dir, data=None, *, device="cpu", options=None) -> TrainedRun:
     """The best model of the run in ``run_dir`` (its ``best.pt``, loaded with
     ``weights_only``), with the run's config and dataset spec; the dataset is loaded again from
     ``run.json``'s record (``data``, ``split``, ``data_options``) or from ``data`` (a path or
-    generator spec of the same feature width). GraphSAINT and shaDow-GNN node classification
-    runs; anything else is refused in one line."""
+    generator spec of the same feature width). ``options`` (the loader options of
+    :mod:`scalegnn.data.options`, as ``train`` takes them) load ``data``; given for the run's
+    own data, they replace the recorded ones they name (a different choice makes it new data).
+    GraphSAINT and shaDow-GNN node classification runs; anything else is refused in one
+    line."""
 
     path = Path(run_dir)
     if not path.is_dir():
@@ -154,12 +158,15 @@ def load_run(run_dir, data=None, *, device="cpu") -> TrainedRun:
     state = ckpt.load_checkpoint(best)
     trained = (state.get("identity") or {}).get("dataset") or {}
     recorded = info.get("data", info.get("source"))
-    new = data is not None and not same_path(str(data), recorded)
-    spec = str(data) if new else recorded
+    moved = data is not None and not same_path(str(data), recorded)
+    spec = str(data) if moved else recorded
     if spec is None:
         raise ConfigError(f"{path / 'run.json'}: records no data; give --data")
-    options = info.get("data_options") or None
-    kw = {"options": options} if options and not new else {}
+    was = info.get("data_options") or {}
+    given = check_options(options, "data options")
+    options = (given if moved else {**was, **given}) or None
+    new = moved or (options or {}) != was  # the run's own data with other choices: other data
+    kw = {"options": options} if options else {}
     try:
         dataset = load_dataset(spec, split=int(info.get("split") or 0), seed=0, **kw)
     except DataError as e:

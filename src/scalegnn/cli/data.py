@@ -8,7 +8,7 @@
 SPEC is anything :func:`scalegnn.data.load_dataset` accepts (a path, a dataset spec .yml or a
 generator spec); the data options (``--id-column``, ``--label-column``, ``--adjacency``,
 ``--features``, ``--labels``, ``--features-source``: :func:`add_data_arguments`) are shared with
-``train``, ``dist-train`` and ``partition``.
+``train``, ``dist-train``, ``predict`` and ``embed``.
 """
 
 from __future__ import annotations
@@ -35,9 +35,15 @@ def _human_bytes(b: int) -> str:
     return ""
 
 
+SPLIT_HELP = ("which of several given splits (a heterophilous .npz has 10); default 0, said in "
+              "one line when the data has several")
+
+
 def add_data_arguments(p):
     """The loader options (:mod:`scalegnn.data.options`) as flags; :func:`data_options` reads
-    them back as the ``options`` dict of :func:`scalegnn.data.load_dataset`."""
+    them back as the ``options`` dict of :func:`scalegnn.data.load_dataset`. The commands that
+    load a dataset file (``data info``/``convert``, ``train``, ``dist-train``, ``predict``,
+    ``embed``) declare them through this one group."""
     g = p.add_argument_group("data options", "choices a dataset file leaves open (a dataset "
                              "spec .yml may hold them instead)")
     g.add_argument("--id-column", metavar="NAME",
@@ -46,9 +52,13 @@ def add_data_arguments(p):
                    help="labels CSV: column of classes (e.g. mature); .mat: 0-based column of "
                         "the label matrix, a single-label task")
     g.add_argument("--adjacency", metavar="VAR", help=".mat: adjacency variable (e.g. A)")
-    g.add_argument("--features", metavar="VAR", help=".mat: feature variable (e.g. Attributes)")
-    g.add_argument("--labels", metavar="VAR|FILE",
-                   help=".mat: label variable (e.g. Label); edge list or CSV: labels file")
+    g.add_argument("--features", metavar="VAR|FILE",
+                   help=".mat: feature variable (e.g. Attributes); edge list or CSV folder: "
+                        "features file (.npy N x F, or .json feature ids per node)")
+    g.add_argument("--labels", metavar="VAR[:K]|FILE",
+                   help=".mat: label variable (e.g. Label), VAR:K for column K of a label "
+                        "matrix (e.g. local_info:1); edge list or CSV folder: labels file "
+                        "(CSV, 'node label' lines, or a SNAP .cmty community file)")
     g.add_argument("--features-source", metavar="structural|onehot|FILE.npy",
                    help="node features instead of the file's own (default: the file's own; "
                         "structural ones when it has none)")
@@ -67,6 +77,12 @@ def features_line(meta: dict) -> str | None:
     return None
 
 
+def data_notes(meta: dict) -> list[str]:
+    """The lines a command says once about data choices the user did not make: structural
+    features, split 0 of several."""
+    return [line for line in (features_line(meta), meta.get("split_note")) if line]
+
+
 def format_info(info: dict) -> str:
     d = info["degree"]
     s = info["splits"]
@@ -82,7 +98,8 @@ def format_info(info: dict) -> str:
                                                if info.get("features_note") else "")
         + (f"  [{info['feature_storage']}]" if info.get("feature_storage") else ""),
         f"task       {task}, metric {info['metric']}",
-        f"splits     train {s['train']:,} / val {s['val']:,} / test {s['test']:,}",
+        f"splits     train {s['train']:,} / val {s['val']:,} / test {s['test']:,}"
+        + (f"  ({info['split_note']})" if info.get("split_note") else ""),
         f"bytes      graph {_human_bytes(by['graph'])}, features {_human_bytes(by['features'])}, "
         f"labels {_human_bytes(by['labels'])}",
     ]
@@ -96,6 +113,8 @@ def _info(args) -> int:
     info["source"] = ds.source
     if ds.meta.get("features"):
         info["features_note"] = features_line(ds.meta) or str(ds.meta["features"])
+    if ds.meta.get("split_note"):
+        info["split_note"] = ds.meta["split_note"]
     est, avail = _memory_estimate(ds, args.config)
     info["memory"] = est.to_dict(avail)
     if args.json:
@@ -141,6 +160,8 @@ def _convert(args) -> int:
     # mmap: a GraphSAINT source's feats.npy is copied block by block, never loaded whole
     ds = load_dataset(args.src, split=args.split, seed=args.seed, mmap=True,
                       options=data_options(args))
+    for line in data_notes(ds.meta):
+        print(f"scalegnn: {ds.name}: {line}", file=sys.stderr)
     save_graphsaint(ds, args.dst, overwrite=args.overwrite)
     print(f"wrote {args.dst}: {ds.num_nodes:,} nodes (from {ds.source})", file=sys.stderr)
     return 0
@@ -155,7 +176,7 @@ def add_parser(sub):
     info.add_argument("spec", help="path or generator spec (synthetic, planted:..., "
                                    "kronecker:SCALE:EF)")
     info.add_argument("--json", action="store_true", help="print one JSON object")
-    info.add_argument("--split", type=int, default=0, help="which given split (default 0)")
+    info.add_argument("--split", type=int, help=SPLIT_HELP)
     info.add_argument("--seed", type=int, default=0, help="seed for generators/splits")
     info.add_argument("--mmap", action="store_true", help="memory-map float32 features")
     info.add_argument("--config", help="train config whose memory estimate to print "
@@ -194,7 +215,7 @@ def add_parser(sub):
     conv.add_argument("--to", required=True, help="target format (graphsaint)")
     conv.add_argument("dst", help="output folder")
     conv.add_argument("--overwrite", action="store_true")
-    conv.add_argument("--split", type=int, default=0)
+    conv.add_argument("--split", type=int, help=SPLIT_HELP)
     conv.add_argument("--seed", type=int, default=0)
     add_data_arguments(conv)
     conv.set_defaults(func=_convert)

@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 import torch.distributed
 
-from scalegnn.cli.data import add_data_arguments
+from scalegnn.cli.data import SPLIT_HELP, add_data_arguments, data_notes
 from scalegnn.cli.parser import Parser
 from scalegnn.cli.train import add_run_arguments, resolve_run
 from scalegnn.data.options import OPTION_KEYS
@@ -177,7 +177,11 @@ def run(args) -> int:
     dataset = None   # full: only to check --data against the plan; else every rank trains on it
     data = spec.data if kind != "full" else (args.data if args.parts is None else None)
     if data is not None:
-        dataset = load(data, options=spec.data_options, split=spec.split)  # refuse early
+        chosen = spec.resume or args.split is not None
+        dataset = load(data, options=spec.data_options,  # refuse early
+                       split=spec.split if chosen else None)
+        for note in data_notes(dataset.meta):  # the ranks load split spec.split (0) quietly
+            print(f"scalegnn: {dataset.name}: {note}", file=sys.stderr)
     if plan_dir is not None:
         plan = PartitionPlan.load(plan_dir, world_size=world)  # refuse early, one line
         first = args.node_rank * args.nprocs
@@ -216,7 +220,7 @@ def add_worker_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--data", help="dataset: distributed.mode data and partition train on it "
                                   "(every rank loads it); full: with --parts, partition it into "
                                   "--plan first, else check that --plan was made from it")
-    p.add_argument("--split", type=int, help="split index for datasets with several (default 0)")
+    p.add_argument("--split", type=int, help=SPLIT_HELP)
     add_run_arguments(p, device_default="auto")
     add_data_arguments(p)
     p.add_argument("--boundary-p", type=float, dest="boundary_p",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from scalegnn.cli.data import add_data_arguments, data_options
 from scalegnn.errors import ConfigError
 from scalegnn.inference import check_output, load_run, write_embeddings, write_scores
 from scalegnn.threads import set_threads
@@ -21,7 +22,8 @@ def add_parser(sub):
         p = sub.add_parser(name, help=text, description=text)
         p.add_argument("run_dir", help="run directory of `scalegnn train` (holds best.pt)")
         p.add_argument("--data", help="another graph with the same feature width (default: "
-                                      "the run's recorded data)")
+                                      "the run's recorded data), loaded with the data options "
+                                      "below as `train` takes them")
         which = p.add_mutually_exclusive_group()
         which.add_argument("--nodes", metavar="FILE",
                            help="node ids to infer: .npy integer vector or text, one per line "
@@ -32,6 +34,7 @@ def add_parser(sub):
         p.add_argument("--threads", type=int,
                        help="torch/numba threads (default: the run's recorded count)")
         p.add_argument("--device", default="cpu", help="cpu, cuda[:N] or auto (default: cpu)")
+        add_data_arguments(p)
         p.set_defaults(func=run_inference, command_name=name)
 
 
@@ -40,7 +43,7 @@ def run_inference(args) -> int:
     out = check_output(args.out)  # before any data is loaded
     if args.threads is not None and args.threads < 0:
         raise ConfigError(f"--threads: must be >= 0 (0: all cores), got {args.threads}")
-    run = load_run(args.run_dir, args.data, device=args.device)
+    run = load_run(args.run_dir, args.data, device=args.device, options=data_options(args))
     # the run's thread count by default: the same reduction order, so the same numbers
     set_threads(args.threads if args.threads is not None else int(run.info.get("threads") or 0))
     nodes = run.select(args.nodes, args.split)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scalegnn import memory
-from scalegnn.cli.data import add_data_arguments, data_options, features_line
+from scalegnn.cli.data import SPLIT_HELP, add_data_arguments, data_notes, data_options
 from scalegnn.config import Config
 from scalegnn.data import load_dataset
 from scalegnn.data.graphsaint import feature_file_bytes
@@ -55,7 +55,7 @@ def add_parser(sub):
     p = sub.add_parser("train", help="train a GNN with GraphSAINT sampling (default: built-in "
                                      "synthetic dataset)")
     p.add_argument("--data", help=f"dataset folder/file or generator spec (default: {DEFAULT_DATA})")
-    p.add_argument("--split", type=int, help="split index for datasets with several (default 0)")
+    p.add_argument("--split", type=int, help=SPLIT_HELP)
     p.add_argument("--test-data", metavar="PATH",
                    help="report the test metric on this other graph (same features and "
                         "classes; its own test split if the data gives one, else all nodes; "
@@ -188,19 +188,23 @@ def run_train(args) -> int:
     spec = resolve_run(args, "graphsaint")
     resolve_device(spec.device)  # before loading data or making a run directory
     set_threads(spec.threads)
-    dataset = load_dataset(spec.data, split=spec.split, seed=0, options=spec.data_options,
-                           mmap=map_features(spec))
-    note = features_line(dataset.meta)
-    if note:  # said once per run, so nobody trains on structural features unknowingly
+    chosen = spec.resume or getattr(args, "split", None) is not None
+    dataset = load_dataset(spec.data, split=spec.split if chosen else None, seed=0,
+                           options=spec.data_options, mmap=map_features(spec))
+    # said once per run, so nobody trains on structural features or split 0 unknowingly
+    for note in data_notes(dataset.meta):
         print(f"scalegnn: {dataset.name}: {note}", file=sys.stderr)
     source = dataset
     if spec.test_data is not None:
         test = load_dataset(spec.test_data, seed=0, options=spec.data_options)
+        for note in data_notes(test.meta):
+            print(f"scalegnn: {test.name} (--test-data): {note}", file=sys.stderr)
         source = mode_for(dataset, spec.config.validate(), seed=spec.seed, test_dataset=test)
     run_dir = spec.run_dir
     if run_dir is None:
         run_dir = Path("runs") / f"{Path(str(dataset.name)).name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    info = {"data": spec.data, "split": spec.split, "threads": spec.threads,
+    info = {"data": spec.data, "split": int(dataset.meta.get("split_index", spec.split)),
+            "threads": spec.threads,
             "device_arg": spec.device}
     if spec.data_options:
         info["data_options"] = spec.data_options

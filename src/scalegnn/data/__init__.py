@@ -10,7 +10,7 @@ from pathlib import Path
 
 from scalegnn.data import options as O
 from scalegnn.data import synthetic as S
-from scalegnn.data.csv import find_csv_files, load_csv
+from scalegnn.data.csv import edge_files, load_csv
 from scalegnn.data.dataset import Dataset
 from scalegnn.data.graphsaint import load_graphsaint
 from scalegnn.data.mat import load_mat
@@ -115,13 +115,13 @@ def detect_format(path) -> str:
     singles = [f for f in sorted(p.iterdir()) if f.suffix.lower() in (".npz", ".mat")]
     if len(singles) == 1:
         return singles[0].suffix.lower()[1:]
-    if find_csv_files(p) is not None:
+    if edge_files(p):
         return "csv"
     raise DataError(f"{p}: unknown dataset folder (expected GraphSAINT adj_full.npz, OGB "
                     "raw/edge.csv.gz, one .npz/.mat file, or an *edges*.csv)")
 
 
-def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
+def load_dataset(spec="synthetic", *, split: int | None = None, seed: int = 0,
                  mmap: bool = False, options: dict | None = None) -> Dataset:
     """Load a dataset from a path or build one from a generator spec.
 
@@ -150,7 +150,8 @@ def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
 
     ``options`` are the choices a file leaves open (column and variable names, the features of
     a featureless graph): see :mod:`scalegnn.data.options`; a key the format does not read is
-    refused. ``split`` picks one of several given splits (heterophilous masks); ``seed`` drives the
+    refused. ``split`` picks one of several given splits (heterophilous masks; None: split 0,
+    and with several ``meta["split_note"]`` says so for the CLI to print); ``seed`` drives the
     generators and every seeded split (50/25/25 unless the format has a split); ``mmap``
     memory-maps float32 GraphSAINT features. Errors are one-line :class:`DataError`, also for
     an unreadable file (the OSError's file and reason) and for running out of memory.
@@ -178,7 +179,7 @@ def load_dataset(spec="synthetic", *, split: int = 0, seed: int = 0,
         raise DataError(f"{where}: {e.strerror or e}") from None
 
 
-def _load_path(spec, *, split: int, seed: int, mmap: bool, options: dict) -> Dataset:
+def _load_path(spec, *, split: int | None, seed: int, mmap: bool, options: dict) -> Dataset:
     """Detect the format of a file or folder and run its loader."""
     fmt = detect_format(spec)
     check_for_format(options, fmt, spec)

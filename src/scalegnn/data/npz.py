@@ -14,8 +14,10 @@ Two layouts are recognised by their keys:
   (``idx_to_node``, ``idx_to_class``...) are never read.
 * **heterophilous-graphs** (yandex-research, e.g. tolokers.npz): ``node_features``,
   ``node_labels``, ``edges`` (E x 2, each undirected edge once), ``train_masks/val_masks/
-  test_masks`` (S x N or N); ``split`` picks the row. Metric ``roc_auc`` for 2 classes
-  (tolokers, questions, minesweeper), else ``accuracy``.
+  test_masks`` (S x N, N x S or N); ``split`` (``--split``) picks one of the S splits, default
+  0: with several splits and none chosen, ``meta["split_note"]`` says "using split 0 of S
+  (--split I picks another)" (the CLI prints it). The split used is ``meta["split_index"]``.
+  Metric ``roc_auc`` for 2 classes (tolokers, questions, minesweeper), else ``accuracy``.
 
 Only the entries named above are read, so an unrelated pickled entry (some gnn-benchmark
 files carry ``idx_to_node`` dicts) does not block a load; a *needed* object array is refused.
@@ -72,7 +74,8 @@ def npz_layout(path) -> str | None:
     return None
 
 
-def load_npz(path, *, split: int = 0, seed: int = 0, name: str | None = None) -> Dataset:
+def load_npz(path, *, split: int | None = None, seed: int = 0,
+             name: str | None = None) -> Dataset:
     path = C.require_file(path, ".npz file")
     layout = npz_layout(path)
     if layout == "gnn-benchmark":
@@ -150,7 +153,7 @@ def load_gnn_benchmark(path, *, seed: int = 0, name: str | None = None) -> Datas
     return C.finish(ds)
 
 
-def load_heterophilous(path, *, split: int = 0, name: str | None = None) -> Dataset:
+def load_heterophilous(path, *, split: int | None = None, name: str | None = None) -> Dataset:
     z = C.npz_arrays(path, [k for k in HETERO_KEYS if k != "edges"])
     x = C.finite_float32(z["node_features"], path, "node_features")
     n = x.shape[0]
@@ -163,20 +166,27 @@ def load_heterophilous(path, *, split: int = 0, name: str | None = None) -> Data
         graph = C.graph_from_edges(edges[:, 0], edges[:, 1], n, path)
         del edges
     masks = []
+    chosen = 0 if split is None else split
     for key in ("train_masks", "val_masks", "test_masks"):
         if key not in z:
             raise DataError(f"{path}: missing array {key!r}")
         m = z[key]
         m = m[None, :] if m.ndim == 1 else m
+        if m.ndim == 2 and m.shape[0] == n and m.shape[1] != n:
+            m = m.T  # (N, S): one column per split
         if m.ndim != 2 or m.shape[1] != n:
             raise DataError(f"{path}: {key} has shape {tuple(z[key].shape)}, expected (S, {n})")
-        if not 0 <= split < m.shape[0]:
-            raise DataError(f"{path}: split {split} out of range, the file has "
+        if not 0 <= chosen < m.shape[0]:
+            raise DataError(f"{path}: split {chosen} out of range, the file has "
                             f"{m.shape[0]} splits (0..{m.shape[0] - 1})")
-        masks.append(m[split])
+        masks.append(m[chosen])
+        count = m.shape[0]
     tr, va, te = C.mask_split(*masks, path)
     num_classes = int(labels.max()) + 1 if labels.size else 0
     ds = Dataset(graph, x, labels, tr, va, te, name=name or Path(path).stem, source=str(path),
                  metric="roc_auc" if num_classes == 2 else "accuracy",
-                 meta={"format": "heterophilous", "split": f"given split {split}"})
+                 meta={"format": "heterophilous", "split": f"given split {chosen} of {count}",
+                       "split_index": chosen})
+    if split is None and count > 1:
+        ds.meta["split_note"] = f"using split 0 of {count} (--split I picks another)"
     return C.finish(ds)

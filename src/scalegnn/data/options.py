@@ -10,9 +10,11 @@ format does not use is refused (a typo must not be ignored silently).
 * ``label_column`` (``--label-column``): labels CSV, the column of classes (twitch ``mature``);
   ``.mat``, the 0-based column of the label matrix that becomes a single-label task.
 * ``adjacency`` (``--adjacency``): ``.mat``, the adjacency variable (Facebook100 ``A``).
-* ``features`` (``--features``): ``.mat``, the feature variable (``Attributes``, HARP ``F``).
-* ``labels`` (``--labels``): ``.mat``, the label variable (``Label``, ``local_info``); edge list
-  or CSV folder, the labels file (a CSV with a header, or ``node label`` lines).
+* ``features`` (``--features``): ``.mat``, the feature variable (``Attributes``); edge list or
+  CSV folder, the features file (``.npy`` N x F, or ``.json`` active feature ids per node).
+* ``labels`` (``--labels``): ``.mat``, the label variable (``Label``, HARP ``F``), or
+  ``VAR:K`` for column K of a label matrix (``local_info:1``); edge list or CSV folder, the
+  labels file (a CSV with a header, ``node label`` lines, or a SNAP ``.cmty`` community file).
 * ``features_source`` (``--features-source``): ``structural`` | ``onehot`` | ``FILE.npy``, the
   node features used instead of the file's own (default: the file's own; structural ones,
   said aloud, when it has none). ``onehot`` is an identity matrix kept as CSR, refused above
@@ -45,7 +47,7 @@ OPTION_KEYS = {
     "id_column": ("--id-column", ("csv",)),
     "label_column": ("--label-column", ("csv", "mat")),
     "adjacency": ("--adjacency", ("mat",)),
-    "features": ("--features", ("mat",)),
+    "features": ("--features", ("mat", "csv")),
     "labels": ("--labels", ("mat", "csv")),
     "features_source": ("--features-source", ("*",)),
 }
@@ -59,6 +61,22 @@ def flag(key: str) -> str:
     return f"{OPTION_KEYS[key][0]} ({key})" if key in OPTION_KEYS else key
 
 
+def listing(names, limit: int = 120) -> str:
+    """``a, b, c`` for an error line: names cut at 40 characters, the list elided past ``limit``
+    characters with its count (``0, 1, 2, ... (13,338 in all)``), so the line stays short."""
+    names = [n if len(n) <= 40 else n[:37] + "..." for n in map(str, names)]
+    text = ", ".join(names)
+    if len(text) <= limit:
+        return text or "none"
+    shown, size = [], 0
+    for n in names:
+        if size + len(n) + 2 > limit - 20:
+            break
+        shown.append(n)
+        size += len(n) + 2
+    return f"{', '.join(shown)}, ... ({len(names):,} in all)"
+
+
 def check_options(options, where: str = "dataset options") -> dict:
     """A clean copy of ``options``: known keys, non-empty string values (ints allowed for
     ``label_column``), None values dropped. DataError naming the key otherwise."""
@@ -70,12 +88,13 @@ def check_options(options, where: str = "dataset options") -> dict:
     out = {}
     for key, value in options.items():
         if key not in OPTION_KEYS:
-            raise DataError(f"{where}: unknown option {key!r}; allowed: {', '.join(OPTION_KEYS)}")
+            raise DataError(f"{where}: unknown option {key!r:.60}; allowed: "
+                            f"{', '.join(OPTION_KEYS)}")
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (str, int, Path)) or \
                 (isinstance(value, int) and key != "label_column"):
-            raise DataError(f"{where}: option {flag(key)} must be a name, got {value!r}")
+            raise DataError(f"{where}: option {flag(key)} must be a name, got {value!r:.60}")
         value = str(value).strip()
         if not value:
             raise DataError(f"{where}: option {flag(key)} is empty")
@@ -135,8 +154,9 @@ def read_spec_file(path) -> tuple[str, dict]:
     src = options.get("features_source")
     if src is not None and src not in FEATURE_KEYWORDS:
         options["features_source"] = rel(src)
-    if "labels" in options and (here / options["labels"]).is_file():
-        options["labels"] = rel(options["labels"])
+    for key in ("labels", "features"):  # a file beside the spec (not a .mat variable name)
+        if key in options and (here / options[key]).is_file():
+            options[key] = rel(options[key])
     if is_spec_file(data):
         raise DataError(f"{path}: 'path' names another dataset spec; point it at the data")
     return rel(data), options
