@@ -231,6 +231,10 @@ def test_ten_splits_use_split_0_said_once_and_recorded(tmp_path, capsys):
                  "--no-progress", "--set", "network.dim=8"]) == 0
     assert "using split" not in capsys.readouterr().err
     assert json.loads((run3 / "run.json").read_text())["split"] == 3
+    # data without several splits refuses a split it would ignore
+    refused("has one split", load_dataset, "planted:nodes=40", split=2)
+    sio.savemat(tmp_path / "one.mat", {"network": sp.eye(4, format="csc"), "group": np.arange(4.)})
+    refused("has one split", load_dataset, str(tmp_path / "one.mat"), split=1)
     # (N, S) masks are read too
     z = dict(np.load(path))
     for k in ("train_masks", "val_masks", "test_masks"):

@@ -14,7 +14,7 @@ from scalegnn.data.csv import edge_files, load_csv
 from scalegnn.data.dataset import Dataset
 from scalegnn.data.graphsaint import load_graphsaint
 from scalegnn.data.mat import load_mat
-from scalegnn.data.npz import load_npz
+from scalegnn.data.npz import load_npz, npz_layout
 from scalegnn.data.ogb import find_ogb_root, load_ogb
 from scalegnn.data.options import check_for_format
 from scalegnn.errors import DataError
@@ -165,6 +165,7 @@ def load_dataset(spec="synthetic", *, split: int | None = None, seed: int = 0,
             options = {**from_file, **options}  # the command line wins
         if is_generator_spec(spec):
             O.check_for_format(options, "generated", spec)
+            _check_split(split, spec, False)
             ds = _generate(spec, seed)
         else:
             ds = _load_path(spec, split=split, seed=seed, mmap=mmap, options=options)
@@ -179,11 +180,23 @@ def load_dataset(spec="synthetic", *, split: int | None = None, seed: int = 0,
         raise DataError(f"{where}: {e.strerror or e}") from None
 
 
+def _check_split(split, spec, several: bool) -> None:
+    """Refuse a split other than 0 for data without several given splits (it would be
+    ignored)."""
+    if split not in (None, 0) and not several:
+        raise DataError(f"{spec}: --split {split}: this dataset has one split, so there is none "
+                        f"to choose (--split picks one of several given splits, as a "
+                        f"heterophilous .npz has)")
+
+
 def _load_path(spec, *, split: int | None, seed: int, mmap: bool, options: dict) -> Dataset:
     """Detect the format of a file or folder and run its loader."""
     fmt = detect_format(spec)
     check_for_format(options, fmt, spec)
     p = Path(spec)
+    if fmt == "npz" and p.is_dir():
+        p = next(f for f in sorted(p.iterdir()) if f.suffix.lower() == ".npz")
+    _check_split(split, spec, fmt == "npz" and npz_layout(p) == "heterophilous")
     if fmt == "graphsaint":
         return load_graphsaint(p, mmap=mmap)
     if fmt == "ogb":

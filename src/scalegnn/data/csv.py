@@ -259,7 +259,7 @@ def load_csv(path, *, seed: int = 0, name: str | None = None,
     else:
         x, note = _read_features(fpath, n)
     if communities is None:
-        check_class_column(labels, lab_path, f"column {label_col!r}")
+        check_class_column(labels, lab_path, f"column {label_col!r:.60}")
     tr, va, te = C.seeded_split(n, seed, nodes=nodes)
     meta = {"format": "csv", "files": {k: str(v) for k, v in files.items() if v},
             **label_meta, "features": note, "split": f"seeded 50/25/25 (seed={seed})",

@@ -86,23 +86,26 @@ def _label_choice(options, variables, path) -> tuple[str | None, str | None]:
 
 def _label_hint(path, variables: dict, adj_name: str, n: int) -> str:
     """How to name the labels of a file without a default label variable: for each variable
-    with a row per node (read when it has at most 1,000 columns), the flags that make it the
-    labels."""
+    with a row per node, the flags that make it the labels (it is read to tell a class table
+    from 0/1 or distribution rows when it holds at most 2^24 values, else both are named)."""
     hints = []
     for name, shape in variables.items():
         rows, cols = (tuple(shape) + (1, 1))[:2]
         if name == adj_name or n not in (rows, cols) or (rows != n and rows != 1):
             continue
         cols = cols if rows == n else 1
-        kind = None
-        if cols <= 1000:
+        table = None if cols > 1 else False  # None: not read
+        if cols > 1 and n * cols <= 1 << 24:
             y = _dense(_variable(path, name), path, name)
             y = y.T if y.shape[0] == 1 and n != 1 else y
-            if y.ndim == 2 and y.shape[1] > 1 and not (_is_01(y) or _is_distribution(y)):
-                kind = "table"
-        if kind == "table":
+            table = y.ndim == 2 and not (_is_01(y) or _is_distribution(y))
+            del y
+        if table:
             hints.append(f"--labels {name} --label-column K (K = 0..{cols - 1}, the class "
                          f"column; or --labels {name}:K)")
+        elif table is None:
+            hints.append(f"--labels {name} (one column of it: --labels {name}:K, K = "
+                         f"0..{cols - 1})")
         else:
             hints.append(f"--labels {name}")
     if not hints:
