@@ -27,7 +27,8 @@ import yaml
 import scalegnn.cli
 import scalegnn.config
 from scalegnn.cli import build_parser
-from scalegnn.config.schema import BUILTIN_PARAMS, DEFAULT_PHASES, SCHEMA, Key, Ref, Section
+from scalegnn.config.schema import (BUILTIN_PARAMS, DEFAULT_PHASES, EXTRACTORS, SCHEMA, Key, Ref,
+                                    Section)
 
 DOCS = Path(__file__).resolve().parent
 WIDTH = 100
@@ -139,13 +140,30 @@ def config_page() -> str:
         out += [f"## {section.name}", "", cell(section.help), ""]
         if section.name == "phase":
             out += [f"Without a `phase` section a config trains with `{flow(DEFAULT_PHASES)}`. "
-                    "Sampler keys that a phase's sampler does not take are refused when "
-                    "training starts.", ""]
+                    "A run that samples with the phases (GraphSAINT) refuses, before it reads "
+                    "any data, a key its phase's sampler does not take and a missing required "
+                    "one.", ""]
         rows = [[code(k.name), type_name(k), default(section, k), allowed(k), cell(k.help)]
                 for k in section.keys]
         out += table(["key", "type", "default", "allowed values / range", "description"], rows)
         out.append("")
+        if section.name == "shadow":
+            out += extractor_tables()
     return "\n".join(out)
+
+
+def extractor_tables() -> list[str]:
+    """The keys of each ``shadow.extractors`` kind (``scalegnn.config.schema.EXTRACTORS``)."""
+    out = ["## shadow.extractors", "",
+           "Each extractor is a mapping with `kind` and that kind's keys (omitted keys take "
+           "their defaults).", ""]
+    for kind, section in EXTRACTORS.items():
+        out += [f"`kind: {kind}`: {cell(section.help)}", ""]
+        rows = [[code(k.name), type_name(k), code(flow(k.default)), allowed(k), cell(k.help)]
+                for k in section.keys]
+        out += table(["key", "type", "default", "allowed values / range", "description"], rows)
+        out.append("")
+    return out
 
 
 # ----------------------------------------------------------------------------- cli.md

@@ -13,7 +13,7 @@ import pytest
 
 from scalegnn.cli import build_parser
 from scalegnn.config import NETWORK_DEFAULTS, PARAM_DEFAULTS, PHASE_KEYS, SECTIONS, Config
-from scalegnn.config.schema import SCHEMA, Key, Ref, Section
+from scalegnn.config.schema import EXTRACTORS, SCHEMA, Key, Ref, Section
 from scalegnn.errors import ConfigError
 from scalegnn.sampling import SAMPLERS as IMPLEMENTED
 
@@ -98,20 +98,31 @@ def table_keys(text: str) -> list[str]:
 def test_every_config_key_is_in_config_md(pages):
     sections = sections_of(pages["reference/config.md"])
     expected = {"network": list(NETWORK_DEFAULTS), "params": list(PARAM_DEFAULTS),
-                "phase": sorted(PHASE_KEYS), **{n: list(d) for n, d in SECTIONS.items()}}
+                "phase": sorted(PHASE_KEYS), **{n: list(d) for n, d in SECTIONS.items()},
+                "shadow.extractors": [k for s in EXTRACTORS.values() for k in s.names]}
     assert set(sections) == set(expected)
     for name, keys in expected.items():
         assert sorted(table_keys(sections[name])) == sorted(keys), name
 
 
 # ----------------------------------------------------------------------------- schema = validation
-CONTEXT = {("shadow", "pair_labels"): {"task": "link"}, ("shadow", "node_features"): {
-    "task": "link", "pair_labels": 1}}
+LINK = {"task": "link", "readout": "hadamard"}  # a pair task reads two centers
+CONTEXT = {("shadow", "pair_labels"): LINK, ("shadow", "node_features"): {**LINK, "pair_labels": 1}}
 BASE_PHASE = {"end": 5, "sampler": "rw", "num_root": 10, "depth": 2}
 
 
+def context(section: Section, key: Key, value) -> dict:
+    """The other keys a value needs (a link task's readout, an edge readout's task)."""
+    if (section.name, key.name) == ("shadow", "task") and value == "link":
+        return {"readout": "hadamard"}
+    if (section.name, key.name) == ("shadow", "readout") and isinstance(value, str) and \
+            value.split("+")[0] in ("hadamard", "concat"):
+        return {"task": "link"}
+    return CONTEXT.get((section.name, key.name), {})
+
+
 def config_with(section: Section, key: Key, value) -> Config:
-    given = {key.name: value, **CONTEXT.get((section.name, key.name), {})}
+    given = {key.name: value, **context(section, key, value)}
     if section.name == "phase":
         return Config.from_dict({"phase": [{**BASE_PHASE, **given}]})
     return Config.from_dict({section.name: [given]})

@@ -139,7 +139,7 @@ def test_shadow_estimate_terms_by_hand():
     assert t["model and optimizer"] == 2 * 16 * sum(p.numel() for p in model.parameters())
     assert t["iteration activations"] == 16 * 4 * scope * (16 + 16 + 3)
     assert "normalization" not in t
-    link = memory.estimate_training_memory(ds, shadow_config(task="link")).terms
+    link = memory.estimate_training_memory(ds, shadow_config(task="link", readout="hadamard")).terms
     assert link["training graph"] > 0 and link["scope lists"] == t["scope lists"]
 
 

@@ -25,6 +25,7 @@ from scalegnn.data.options import OPTION_KEYS
 from scalegnn.engine.memory_guard import estimate_training_memory
 from scalegnn.errors import DataError
 from scalegnn.threads import release_freed_memory
+from scalegnn.train.build import shape_run_model
 
 
 def _human_bytes(b: int) -> str:
@@ -130,7 +131,7 @@ def _memory_estimate(ds, config_path):
     """Training memory estimate of ``ds`` (:mod:`scalegnn.engine.memory_guard`) for the built-in config or
     ``config_path``, and the memory the guard would compare it with."""
     config = (Config.from_yaml(config_path) if config_path else Config.builtin()).validate()
-    est = estimate_training_memory(ds, config)
+    est = estimate_training_memory(ds, config, shape_run_model(ds, config))
     avail = memory.available_memory()
     return est, None if avail is None else avail + est.resident
 

@@ -19,13 +19,14 @@ from scalegnn.data import load_dataset
 from scalegnn.data.graphsaint import feature_file_bytes
 from scalegnn.data.options import check_options, flag
 from scalegnn.engine.console import format_summary
+from scalegnn.engine.out_of_memory import out_of_memory_as_error
 from scalegnn.errors import ConfigError
 from scalegnn.features import should_map
 from scalegnn.io import read_json_object, same_path
 from scalegnn.report import report_paths, write_report
 from scalegnn.threads import set_threads
 from scalegnn.train import Trainer
-from scalegnn.train.build import resolve_device
+from scalegnn.train.build import resolve_device, shape_run_model
 from scalegnn.train.modes import DISTRIBUTED_MODES, mode_for
 
 DEFAULT_DATA = "synthetic"
@@ -212,10 +213,13 @@ def run_train(args) -> int:
         info["test_data"] = spec.test_data
     if dataset.meta.get("features"):
         info["features"] = str(dataset.meta["features"])
-    trainer = Trainer(source, spec.config, run_dir, seed=spec.seed, device=spec.device,
-                      progress=not args.no_progress, resume=spec.resume,
-                      overwrite=spec.overwrite, run_info=info, force=args.force)
-    result = trainer.fit()
+    # out of memory (--force past the guard, or an estimate too low): one line naming the
+    # settings that size the largest term of the estimate
+    with out_of_memory_as_error(dataset, spec.config, shape_run_model(dataset, spec.config)):
+        trainer = Trainer(source, spec.config, run_dir, seed=spec.seed, device=spec.device,
+                          progress=not args.no_progress, resume=spec.resume,
+                          overwrite=spec.overwrite, run_info=info, force=args.force)
+        result = trainer.fit()
     print(format_summary(result, run_dir))
     sys.stdout.flush()
     return 0

@@ -55,15 +55,17 @@ from pathlib import Path
 
 import yaml
 
-from scalegnn.config.checks import (check_arch, check_distributed, check_known, check_limits,
-                                    check_lr_min, check_phases, check_shadow, coerce,
-                                    coerce_section, parse_yaml)
+from scalegnn.config.checks import (check_arch, check_distributed, check_extractors,
+                                    check_int_tokens, check_known, check_limits, check_lr_min,
+                                    check_phases, check_powers, check_sampler_keys, check_shadow,
+                                    coerce, coerce_section, parse_yaml)
 from scalegnn.config.schema import (BUILTIN_PARAMS, DEFAULT_PHASES, DIST_DEFAULTS, NETWORK,
                                     NETWORK_DEFAULTS, PARAM_DEFAULTS, PARAMS, PHASE_KEYS, SAMPLERS,
                                     SCHEMA, SECTIONS, SHADOW_DEFAULTS)
 from scalegnn.engine.loggers import parse_loggers
 from scalegnn.errors import ConfigError
 from scalegnn.features import check_feature_format, check_mmap_features
+from scalegnn.nn.mixhop import parse_powers
 from scalegnn.nn.models import MODELS, parse_arch, validate_options
 from scalegnn.nn.saint import ACTIVATIONS, AGGREGATIONS, BIASES
 
@@ -220,7 +222,10 @@ class Config:
                              ("model", MODELS)):
             if n[key] not in allowed:
                 raise ConfigError(f"network.{key}: {n[key]!r} is not one of {sorted(allowed)}")
+        check_int_tokens("network.arch", n["arch"], "1-0-1-0")
         check_arch(parse_arch(n["arch"]))
+        check_int_tokens("network.powers", n["powers"], "0-1-2")
+        check_powers(parse_powers(n["powers"]))
         validate_options(n)
         self._validate_sections()
         return self
@@ -228,6 +233,9 @@ class Config:
     def _validate_sections(self):
         for name, given in self.sections.items():
             coerce_section(SCHEMA[name], given)
+        if "extractors" in self.sections.get("shadow", {}):  # checked, typed, always a list
+            self.sections["shadow"]["extractors"] = \
+                check_extractors(self.sections["shadow"]["extractors"])
         check_shadow(self.section("shadow"), given="shadow" in self.sections)
         check_distributed(self.section("distributed"))
 
@@ -237,6 +245,10 @@ class Config:
         modes that exchange boundary rows between graph layers (``full``, ``partition``) run
         the GraphSAINT model with layers of order 0 and 1; ``data`` runs any config."""
         kind = self.section("distributed")["mode"]
+        samples = mode in ("graphsaint", "data-parallel", "partition-parallel") or \
+            (mode == "distributed" and kind in ("data", "partition"))
+        if samples and "shadow" not in self.sections:  # the phases' samplers will be built:
+            check_sampler_keys(self.phases)                # their keys, before any data is read
         if mode in ("distributed", "partition-parallel") and \
                 (mode == "partition-parallel" or kind in ("full", "partition")):
             if "shadow" in self.sections:

@@ -16,14 +16,14 @@ import numbers
 
 import yaml
 
-from scalegnn.config.schema import (DISTRIBUTED, MAX_ARCH_LAYERS, MAX_ARCH_ORDER, PHASE, SHADOW,
-                                    Key, Range, Section)
+from scalegnn.config.schema import (DISTRIBUTED, EXTRACTORS, MAX_ARCH_LAYERS, MAX_ARCH_ORDER,
+                                    MAX_EXTRACTORS, PHASE, SHADOW, Key, Range, Section)
 from scalegnn.dist.ddp import COMPRESSIONS
 from scalegnn.dist.partition import METHODS
 from scalegnn.errors import ConfigError
+from scalegnn.sampling import SAMPLERS as SAMPLER_CLASSES
 from scalegnn.shadow.batch import ADJ_NORMS
-from scalegnn.shadow.mode import EXTRACTOR_KEYS
-from scalegnn.shadow.readout import RESIDUALS, parse_readout
+from scalegnn.shadow.readout import RESIDUALS, readout_for_task
 
 
 def coerce(name, value, like):
@@ -152,6 +152,79 @@ def check_arch(orders: list) -> None:
                           f"{MAX_ARCH_ORDER}, got {len(orders)} layers, max order {max(orders)}")
 
 
+def brief(value, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (error lines stay short)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+def check_int_tokens(name: str, value, example: str) -> None:
+    """A dash-separated text of integers (``'1-0-1'``), one integer, or a list of integers
+    (``network.arch``, ``network.powers``): no bools, fractions or other types in a list."""
+    tokens = value.split("-") if isinstance(value, str) else \
+        list(value) if isinstance(value, list) else [value]
+    ok = all((isinstance(t, int) and not isinstance(t, bool)) or
+             (isinstance(t, str) and t.strip().lstrip("+").isdigit()) for t in tokens)
+    if not ok:
+        raise ConfigError(f"{name}: expected integers like {example!r}, got {brief(value)}")
+
+
+def check_powers(powers: tuple) -> None:
+    """``network.powers`` (parsed): at most MAX_ARCH_LAYERS powers of at most MAX_ARCH_ORDER."""
+    if len(powers) > MAX_ARCH_LAYERS or max(powers) > MAX_ARCH_ORDER:
+        raise ConfigError(f"network.powers: at most {MAX_ARCH_LAYERS} powers of at most "
+                          f"{MAX_ARCH_ORDER}, got {len(powers)}, max {max(powers)}")
+
+
+def check_extractors(value) -> list[dict]:
+    """``shadow.extractors``: one mapping or a non-empty list of at most MAX_EXTRACTORS, each
+    with a kind of :data:`~scalegnn.config.schema.EXTRACTORS` and only that kind's keys, typed
+    and within their ranges (a k-hop budget of 0 is refused: no neighbours). Returns the
+    checked list (new mappings, values coerced); ConfigError naming the key otherwise."""
+    specs = [value] if isinstance(value, dict) else value
+    if not isinstance(specs, list) or not specs or len(specs) > MAX_EXTRACTORS:
+        raise ConfigError(f"shadow.extractors: expected a non-empty list of at most "
+                          f"{MAX_EXTRACTORS} mappings with kind: ppr or kind: khop, got "
+                          f"{brief(value)}")
+    out = []
+    for i, spec in enumerate(specs):
+        where = f"shadow.extractors[{i}]"
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where}: expected a mapping with kind: ppr or kind: khop, got "
+                              f"{brief(spec)}")
+        kind = spec.get("kind")
+        section = EXTRACTORS.get(kind) if isinstance(kind, str) else None
+        if section is None:
+            raise ConfigError(f"{where}.kind: {brief(kind)} is not one of {list(EXTRACTORS)}")
+        checked = {"kind": kind}
+        for k, v in spec.items():
+            if k != "kind":
+                key, name = key_of(section, k, where), f"{where}.{k}"
+                checked[k] = check_range(name, coerce(name, v, key.like), key.range)
+        if kind == "khop" and checked.get("budget") == 0:
+            raise ConfigError(f"{where}.budget: 0 keeps no neighbours (the model would see the "
+                              f"target alone, an MLP); use >= 1, or -1 for all neighbours")
+        out.append(checked)
+    return out
+
+
+def check_sampler_keys(phases: list) -> None:
+    """Every budget key of a phase is one its sampler takes, and its required keys are there
+    (checked for the runs that sample with the phases, :meth:`Config.validate_for_mode`: a
+    config may switch a phase's sampler with ``--set`` and then its keys)."""
+    for i, ph in enumerate(phases):
+        cls = SAMPLER_CLASSES[ph["sampler"]]
+        takes = tuple(cls.required) + tuple(cls.optional)
+        for k in ph:
+            if k not in ("end", "sampler") and k not in takes:
+                raise ConfigError(f"phase[{i}].{k}: sampler {ph['sampler']} does not take it "
+                                  f"(it takes {', '.join(takes) or 'no budget keys'})")
+        missing = [k for k in cls.required if k not in ph]
+        if missing:
+            raise ConfigError(f"phase[{i}].{missing[0]}: missing (sampler {ph['sampler']} "
+                              f"needs {', '.join(cls.required)})")
+
+
 def parse_yaml(text: str, where: str):
     """``yaml.safe_load(text)``; every parse problem is one ConfigError naming ``where``.
 
@@ -220,22 +293,14 @@ def check_shadow(sh: dict, given: bool) -> None:
         raise ConfigError(f"shadow.readout / shadow.residual: expected text like "
                           f"'center+mean' / 'none', got {sh['readout']!r} / {sh['residual']!r}")
     if given:
-        parse_readout(sh["readout"])
+        readout_for_task(sh["readout"], pair=sh["task"] == "link")
         if sh["residual"] not in RESIDUALS:
             raise ConfigError(f"shadow.residual: {sh['residual']!r} is not one of "
                               f"{sorted(RESIDUALS)}")
     if not isinstance(sh["cache_dir"], str):
         raise ConfigError(f"shadow.cache_dir: expected auto, none or a folder, got "
                           f"{sh['cache_dir']!r}")
-    exts = [sh["extractors"]] if isinstance(sh["extractors"], dict) else sh["extractors"]
-    if not isinstance(exts, list) or not exts or not all(
-            isinstance(e, dict) and isinstance(e.get("kind"), str)
-            and e["kind"] in EXTRACTOR_KEYS for e in exts):
-        raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings with "
-                          f"kind: ppr or kind: khop, got {sh['extractors']!r}")
-    if not isinstance(sh["extractors"], (list, dict)) or not sh["extractors"]:
-        raise ConfigError(f"shadow.extractors: expected a non-empty list of mappings, got "
-                          f"{sh['extractors']!r}")
+    check_extractors(sh["extractors"])
 
 
 def check_distributed(d: dict) -> None:

@@ -29,9 +29,12 @@ from scalegnn.shadow import mode as shadow_mode
 from scalegnn.shadow import readout as shadow_readout
 
 INT32_MAX = 2**31 - 1
+SEED_MAX = 2**32 - 1
 MAX_EPOCHS = 10**7
 MAX_ARCH_LAYERS = 256
 MAX_ARCH_ORDER = 64
+MAX_EXTRACTORS = 64
+MAX_TIMEOUT_S = 10**7
 SAMPLERS = tuple(sampling.SAMPLERS)   # the names of the samplers scalegnn.sampling implements
 
 
@@ -261,12 +264,12 @@ PHASE = Section("phase", "The sampling schedule: a list of phases, each training
         range=Range(1, INT32_MAX)),
     Key("max_deg", None, "mrw: clip the degree that weights a frontier node's pop to this (0: "
         "no clip).", kind=int, range=Range(0, INT32_MAX)),
-    Key("order", None, "Reference GraphSAINT key: the config accepts it, every sampler "
-        "refuses it when training starts.",
+    Key("order", None, "Reference GraphSAINT key: the config accepts it, no sampler takes it "
+        "(refused before a run that samples reads its data).",
         kind=int, range=Range(0, 64)),
-    Key("eta", None, "Reference GraphSAINT key: the config accepts it, every sampler refuses "
-        "it when training starts (mrw's dashboard factor is fixed at 2).", kind=float,
-        range=Range(1e-6, 1e6)),
+    Key("eta", None, "Reference GraphSAINT key: the config accepts it, no sampler takes it "
+        "(refused before a run that samples reads its data; mrw's dashboard factor is fixed "
+        "at 2).", kind=float, range=Range(1e-6, 1e6)),
 ))
 
 DISTRIBUTED = Section("distributed", "scalegnn dist-train: how the ranks share the work "
@@ -285,13 +288,14 @@ DISTRIBUTED = Section("distributed", "scalegnn dist-train: how the ranks share t
         "exact).", range=Range(0.0, 1.0, typed=False)),
     Key("timeout", 120.0, "Seconds for init_process_group and for every exchange wait before "
         "a silent peer is an error.",
-        range=Range(0.0, None, lo_open=True, typed=False, says="a positive number of seconds")),
+        range=Range(0.0, MAX_TIMEOUT_S, lo_open=True, typed=False,
+                    says=f"a positive number of seconds, at most {MAX_TIMEOUT_S}")),
     Key("overlap", True, "Split Â = [Â_in | Â_bd] and run Â_in·h while the boundary rows are "
         "in flight."),
     Key("dtype", "float32", "Floating-point type of each rank's features and boundary "
         "messages.", choices=("float32", "float64")),
     Key("parts", 0, "Number of ranks (0: --nprocs or the plan decides).",
-        range=Range(0, None, typed=False)),
+        range=Range(0, INT32_MAX, typed=False)),
     Key("method", "metis", "Partitioner for dist-train --data --parts: hp (hypergraph), gp or "
         "metis (METIS), rp or random (random rows).",
         choices=Ref.of(partition, "METHODS")),
@@ -305,7 +309,8 @@ SHADOW = Section("shadow", "shaDow-GNN (scalegnn train): a subgraph per target, 
     Key("extractors", [{"kind": "khop", "depth": 2, "budget": 20}], "The subgraph extractors, "
         "one model branch each (several: an attention ensemble).",
         choices=Ref.of(shadow_mode, "EXTRACTOR_KEYS"),
-        also="the kind of each mapping of a non-empty list (or of one mapping), with its keys"),
+        also=f"the kind of each mapping of a non-empty list of at most {MAX_EXTRACTORS} (or of "
+             f"one mapping), with its keys (shadow.extractors below)"),
     Key("readout", "center", "How a target's subgraph becomes one vector: its center row, a "
         "pool of its rows (sort:K keeps K rows), both (center+POOL); link: the pair's ends.",
         choices=Ref.of(shadow_readout, "SPECS")),
@@ -321,11 +326,12 @@ SHADOW = Section("shadow", "shaDow-GNN (scalegnn train): a subgraph per target, 
         choices=("link", "node")),  # in the order of the error message
     Key("edge_split", [0.85, 0.05, 0.10], "link: train / val / test share of the edges "
         "(seeded).", also="three fractions in (0, 1) summing to 1"),
-    Key("split_seed", 0, "link: seed of the held-out edge split and its negatives."),
+    Key("split_seed", 0, "link: seed of the held-out edge split and its negatives.",
+        range=Range(0, SEED_MAX)),
     Key("negatives", 10000, "link: shared negative pairs ranked against each val/test edge.",
         range=Range(1, 10**7, typed=False, says="in [1, 10**7]")),
     Key("pairs_per_epoch", 0, "link: training positives per epoch, a fresh random subset each "
-        "epoch (0: all of them).", range=Range(0, None, typed=False, note="(0: all)")),
+        "epoch (0: all of them).", range=Range(0, INT32_MAX, typed=False, note="(0: all)")),
     Key("pair_labels", 0, "link: distance cap D of the structural labels appended to the node "
         "features (scalegnn.shadow.labels; 0: no labels).",
         range=Range(0, 16, typed=False, note="(0: off)")),
@@ -337,6 +343,32 @@ SHADOW = Section("shadow", "shaDow-GNN (scalegnn train): a subgraph per target, 
 
 SCHEMA = {s.name: s for s in (NETWORK, PARAMS, PHASE, DISTRIBUTED, SHADOW)}
 """Every section, in the order of a config file."""
+
+EXTRACTORS = {
+    "khop": Section("khop", "k-hop scope (scalegnn.shadow.extract.KHopExtractor): hop 0 is the "
+                    "target, each further hop at most budget neighbours of each node of the "
+                    "hop before, uniform without replacement.", (
+        Key("depth", 2, "Hops from the target.", range=Range(1, MAX_ARCH_ORDER)),
+        Key("budget", 20, "Neighbours drawn per node (-1: all of them).",
+            range=Range(-1, INT32_MAX), also="0 is refused (no neighbours: the model would "
+                                             "see the target alone)"),
+    )),
+    "ppr": Section("ppr", "Personalized PageRank scope (scalegnn.shadow.ppr.PPRExtractor): "
+                   "the k nodes of highest approximate PPR score from the target.", (
+        Key("k", 200, "Nodes kept per target (the target among them).",
+            range=Range(1, INT32_MAX)),
+        Key("alpha", 0.15, "Teleport probability of the PageRank walk.",
+            range=Range(1e-3, 1.0, hi_open=True, typed=False)),
+        Key("eps", 1e-6, "Push tolerance: a node is pushed while its residual exceeds eps times "
+            "its degree; smaller is more exact and slower.",
+            range=Range(1e-10, 1.0, typed=False)),
+        Key("threshold", 0.0, "Keep only the nodes scoring at least this times the best "
+            "non-target score (0: the k best).",
+            range=Range(0.0, 1.0, typed=False)),
+    )),
+}
+"""The keys of each ``shadow.extractors`` kind (what :data:`scalegnn.shadow.mode.EXTRACTOR_KEYS`
+types, with defaults and ranges), checked when the config is read."""
 
 NETWORK_DEFAULTS = NETWORK.defaults()
 PARAM_DEFAULTS = PARAMS.defaults()

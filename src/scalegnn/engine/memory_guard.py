@@ -21,7 +21,8 @@ sampler pool           batches in flight: (pool_depth + one production chunk) x 
                        (|V_s| x min(mean degree, |V_s|) entries of 24 bytes: index, value,
                        edge id, transpose permutation); plus the pre-sampled subgraphs kept for
                        reuse (at most ``GraphSAINTLoader.PRESAMPLE_KEEP_BYTES``)
-model and optimizer    4P floats: weights, gradients, Adam's two moments
+model and optimizer    4P floats: weights, gradients, Adam's two moments; P counted on a model
+                       built on torch's meta device (shapes only: :func:`shape_model`)
 iteration activations  per layer |V_s| x output width x 4 floats (output, aggregation,
                        pre-activation, gradient); the input rows are in *sampler pool*
 evaluation activations full-graph pass (``engine/evaluate.py``): the layer-wise path's largest
@@ -32,7 +33,8 @@ evaluation activations full-graph pass (``engine/evaluate.py``): the layer-wise 
 
 A config with a ``shadow:`` section is estimated by :func:`estimate_shadow_memory` instead: the
 same graph, training graph, features and labels, then the PPR lists kept per target, one
-training and one evaluation batch of per-target scopes, and the model per extractor branch.
+training and one evaluation batch of per-target scopes, and the model (the run's
+``ShadowNet`` on the meta device, which ``scalegnn.train.build.shape_run_model`` builds).
 
 The subgraph's edge count is a rough upper-bound-style guess (a biased sampler on a power-law
 graph can exceed the mean degree); the pool is seldom the largest term at scale. What the
@@ -47,9 +49,11 @@ What a process really holds (for comparing with these terms) is read by
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from scalegnn.engine import evaluate as E
 from scalegnn.errors import DataError
@@ -95,57 +99,72 @@ class MemoryEstimate:
         return [head] + [f"  {k:<23}{human_bytes(v):>10}" for k, v in order]
 
 
+def phase_nodes(phase: dict, dataset, train_nodes: int) -> int:
+    """The expected |V_s| of one phase's sampler (its budget)."""
+    kind = phase["sampler"]
+    if kind == "full":
+        s = train_nodes
+    elif kind == "edge":
+        s = 2 * phase.get("size_subg_edge", 0)
+    elif kind == "rw":
+        s = phase.get("num_root", 0) * (phase.get("depth", 0) + 1)
+    else:  # node, mrw (frontier)
+        s = phase.get("size_subgraph", 0)
+    return min(max(int(s), 1), dataset.num_nodes)
+
+
 def _subgraph_nodes(config, dataset, train_nodes: int) -> int:
     """The largest expected |V_s| over the config's phases (the samplers' budgets)."""
-    sizes = []
-    for phase in config.phases:
-        kind = phase["sampler"]
-        if kind == "full":
-            s = train_nodes
-        elif kind == "edge":
-            s = 2 * phase.get("size_subg_edge", 0)
-        elif kind == "rw":
-            s = phase.get("num_root", 0) * (phase.get("depth", 0) + 1)
-        else:  # node, mrw (frontier)
-            s = phase.get("size_subgraph", 0)
-        sizes.append(min(max(int(s), 1), dataset.num_nodes))
+    sizes = [phase_nodes(phase, dataset, train_nodes) for phase in config.phases]
     return max(sizes) if sizes else min(train_nodes, dataset.num_nodes)
 
 
-def _model_shape(dataset, config, product_first: bool) -> tuple[int, list[tuple]]:
-    """Parameter count and, per layer (classifier last), (input width, output width, width of
-    the propagated matrices, width of the narrowest bases) of the zoo model the config builds
-    for ``dataset``.
+def shape_model(dataset, config):
+    """The zoo model ``config.network`` builds for ``dataset``, on torch's meta device: every
+    parameter has its shape and no storage, so the count of a model far larger than memory
+    (``network.dim: 100000``) costs nothing (the estimate never allocates what it estimates)."""
+    net, params = config.network, config.params
+    with meta_device():
+        return build_model(dataset.num_features, max(dataset.num_classes, 1),
+                           model=net["model"], hidden=net["dim"], arch=net["arch"],
+                           aggr=net["aggr"], bias=net["bias"], act=net["act"],
+                           dropout=params["dropout"], multilabel=dataset.multilabel,
+                           **{k: net[k] for k in MODEL_OPTIONS if k in net})
+
+
+@contextmanager
+def meta_device():
+    """Build modules on the meta device (shapes only), the caller's random stream untouched."""
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):
+        yield
+
+
+def _model_shape(model, in_dim: int, product_first: bool) -> tuple[int, list[tuple]]:
+    """Parameter count of ``model`` (built by :func:`shape_model`, or a mode's own model on the
+    meta device) and, per layer of its graph stack (classifier last), (input width, output
+    width, width of the propagated matrices, width of the narrowest bases).
 
     Propagated matrices as ``engine/evaluate.py`` makes them: per hop o >= 1 of a layer, an
     n x out_dim product ``X W_o`` when the layer narrows (out < in, or ``product_first``: CSR
     or memory-mapped input features, multiplied before propagating), else the input itself
     for hop 1 (nothing new) and an n x in_dim matrix per further hop. The neighbourhood path
     holds per hop the narrower of ``Â^o H`` and ``Â^o H W_o``: min(in_dim, out_dim) wide."""
-    import torch  # noqa: PLC0415
-
-    net, params = config.network, config.params
-    with torch.random.fork_rng(devices=[]):  # the caller's random stream is left as it was
-        model = build_model(dataset.num_features, max(dataset.num_classes, 1),
-                            model=net["model"], hidden=net["dim"], arch=net["arch"],
-                            aggr=net["aggr"], bias=net["bias"], act=net["act"],
-                            dropout=params["dropout"], multilabel=dataset.multilabel,
-                            **{k: net[k] for k in MODEL_OPTIONS if k in net})
     n_params = sum(p.numel() for p in model.parameters())
+    stack = model.backbones[0] if hasattr(model, "backbones") else model  # shaDow: a branch
     layers = []
-    width = dataset.num_features
-    for layer in list(model.layers) + [model.classifier]:
+    width = in_dim
+    for layer in list(stack.layers) + [model.classifier]:
         if isinstance(layer, SAINTLayer):
             out, hops = layer.output_dim, layer.order
             narrow = layer.out_dim < layer.in_dim or (product_first and not layers)
             extra = hops * layer.out_dim if narrow else max(hops - 1, 0) * layer.in_dim
             bases = hops * min(layer.in_dim, layer.out_dim)
         else:  # other families: a width-sized output, one propagated matrix
-            out = int(getattr(layer, "output_dim", getattr(layer, "out_dim", net["dim"])))
+            out = int(getattr(layer, "output_dim", getattr(layer, "out_dim", width)))
             extra = bases = out
         layers.append((width, out, extra, bases))
         width = out
-    return n_params, layers
+    return int(n_params), layers
 
 
 def _data_terms(dataset, config) -> tuple[dict, int, float, bool, int]:
@@ -179,11 +198,13 @@ def _data_terms(dataset, config) -> tuple[dict, int, float, bool, int]:
     return t, e_train, x.row_bytes, x.mapped or x.sparse, resident
 
 
-def estimate_training_memory(dataset, config) -> MemoryEstimate:
+def estimate_training_memory(dataset, config, model=None) -> MemoryEstimate:
     """Peak-memory terms of training ``dataset`` with ``config`` (module docstring); a config
-    with a ``shadow:`` section gets :func:`estimate_shadow_memory`."""
+    with a ``shadow:`` section gets :func:`estimate_shadow_memory`. ``model``: the run's model
+    on the meta device (``scalegnn.train.build.shape_run_model``); default: the zoo model of
+    ``config.network`` (:func:`shape_model`). Nothing is allocated for the model."""
     if "shadow" in config.sections:
-        return estimate_shadow_memory(dataset, config)
+        return estimate_shadow_memory(dataset, config, model)
     p = config.params
     g = dataset.graph
     n, e = g.num_nodes, g.num_edges
@@ -205,7 +226,8 @@ def estimate_training_memory(dataset, config) -> MemoryEstimate:
         presampled = min(GraphSAINTLoader.PRESAMPLE_KEEP_BYTES,
                          count * (8 * vs + 24 * sub_edges))
     t["sampler pool"] = int(in_flight * batch + presampled)
-    n_params, layers = _model_shape(dataset, config, product_first)
+    n_params, layers = _model_shape(shape_model(dataset, config) if model is None else model,
+                                    dataset.num_features, product_first)
     t["model and optimizer"] = 4 * FLOAT * n_params
     t["iteration activations"] = int(sum(4 * FLOAT * vs * w_out for _, w_out, _, _ in layers))
     # standardized mapped rows are read into memory for evaluation (evaluate.as_tensor)
@@ -217,25 +239,34 @@ def estimate_training_memory(dataset, config) -> MemoryEstimate:
     return MemoryEstimate({k: int(v) for k, v in t.items()}, int(resident))
 
 
-def _scope_nodes(spec: dict, n: int) -> int:
-    """Most nodes one extractor's scope holds: k for PPR, 1 + b + ... + b^depth for k-hop."""
+def _scope_nodes(spec: dict, n: int, max_degree: int) -> int:
+    """Most nodes one extractor's scope holds: k for PPR, 1 + b + ... + b^depth for k-hop (b:
+    the budget, the largest degree when it is -1 or larger), at most n (``spec`` is checked
+    by the config: known keys, ranged integers)."""
     if spec.get("kind") == "ppr":
         return min(int(spec.get("k", 200)), n)
     b, depth = int(spec.get("budget", 20)), int(spec.get("depth", 2))
-    return min(sum(b ** i for i in range(depth + 1)), n)
+    b = max_degree if b < 0 else min(b, max_degree)
+    total = level = 1
+    for _ in range(depth):
+        level = min(level * b, n)
+        total = min(total + level, n)
+    return max(total, 1)
 
 
-def estimate_shadow_memory(dataset, config) -> MemoryEstimate:
+def estimate_shadow_memory(dataset, config, model=None) -> MemoryEstimate:
     """Peak-memory terms of a shaDow-GNN run (``shadow:`` section): the shared data terms,
     the PPR lists kept for every target (k node ids and float32 scores each, twice while
     chunks merge), the training graph a link task builds from its training edges, the
     model, one training batch (``batch_size`` targets, each with one scope per extractor:
     gathered rows, scope CSR, 4 floats per output width) and one evaluation batch
     (``eval_batch_size`` targets, 2 floats per width: no gradients), and the evaluation
-    outputs."""
+    outputs. ``model``: the ShadowNet on the meta device (default: one zoo model per
+    extractor, a close approximation)."""
     p, sh = config.params, config.section("shadow")
     g = dataset.graph
     n = g.num_nodes
+    max_degree = int(g.degrees().max(initial=0))
     t, _, row_bytes, product_first, resident = _data_terms(dataset, config)
     link = sh["task"] == "link"
     if link:  # Graph.from_edges of the training share of the edges, and the pair lists
@@ -243,13 +274,15 @@ def estimate_shadow_memory(dataset, config) -> MemoryEstimate:
             * g.indices.itemsize + 16 * g.num_edges // 2
     targets = n if link else int(dataset.train_idx.size + dataset.val_idx.size
                                  + dataset.test_idx.size)
-    specs = sh["extractors"]
+    specs = [sh["extractors"]] if isinstance(sh["extractors"], dict) else sh["extractors"]
     per_target = 2 if link else 1
-    scope = sum(_scope_nodes(s, n) for s in specs) * per_target
-    t["scope lists"] = int(sum(2 * (_scope_nodes(s, n) * (g.indices.itemsize + FLOAT) + 16)
-                               * targets for s in specs if s.get("kind") == "ppr"))
-    n_params, layers = _model_shape(dataset, config, product_first)
-    t["model and optimizer"] = 4 * FLOAT * n_params * len(specs)
+    scopes = [_scope_nodes(s, n, max_degree) for s in specs]
+    scope = sum(scopes) * per_target
+    t["scope lists"] = int(sum(2 * (k * (g.indices.itemsize + FLOAT) + 16) * targets
+                               for s, k in zip(specs, scopes) if s.get("kind") == "ppr"))
+    n_params, layers = _model_shape(shape_model(dataset, config) if model is None else model,
+                                    dataset.num_features, product_first)
+    t["model and optimizer"] = 4 * FLOAT * n_params * (1 if model is not None else len(specs))
     mean_deg = g.num_edges / max(n, 1)
     scope_edges = scope * min(mean_deg, scope / max(len(specs) * per_target, 1))
     widths = sum(w_out for _, w_out, _, _ in layers)
@@ -278,16 +311,46 @@ def _evaluation_bytes(n: int, layers, num_classes: int) -> int:
     return int(min(layerwise, neighbourhood))
 
 
+def _short(value, limit: int = 24) -> str:
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+def term_settings(term: str, dataset, config) -> str:
+    """The config values (or the data) that size the estimate's ``term``, for a message."""
+    net, p = config.network, config.params
+    dim = f"network.dim={net['dim']}"
+    if "shadow" in config.sections:
+        sh = config.section("shadow")
+        batch = f"shadow.batch_size={sh['batch_size']}"
+        evals = f"shadow.eval_batch_size={sh['eval_batch_size']}"
+    else:
+        i, phase = max(enumerate(config.phases),
+                       key=lambda ph: phase_nodes(ph[1], dataset, dataset.num_nodes))
+        batch = ", ".join(f"phase[{i}].{k}={v}" for k, v in phase.items()
+                          if k not in ("end", "sampler")) or f"phase[{i}].sampler=full"
+        evals = f"{dataset.num_nodes} nodes"
+    data = (f"the data ({dataset.num_nodes} nodes, {dataset.graph.num_edges} edges, "
+            f"{dataset.num_features} features)")
+    return {"model and optimizer": f"{dim}, network.arch={_short(net['arch'])}",
+            "iteration activations": f"{batch}, {dim}",
+            "evaluation activations": f"{evals}, {dim}",
+            "sampler pool": f"params.pool_depth={p['pool_depth']}, {batch}",
+            "scope lists": "shadow.extractors (ppr k)"}.get(term, data)
+
+
 def check_training_memory(dataset, config, *, force: bool = False,
-                          available: int | None = None) -> MemoryEstimate:
+                          available: int | None = None, model=None) -> MemoryEstimate:
     """The estimate; DataError (one line: total, largest term, available) when it exceeds the
     available memory plus what is already resident, unless ``force``."""
-    est = estimate_training_memory(dataset, config)
+    est = estimate_training_memory(dataset, config, model)
     avail = available_memory() if available is None else available
     if avail is not None and not force and est.total > avail + est.resident:
         name, size = est.largest
         raise DataError(
             f"memory: training needs about {human_bytes(est.total)} (largest: {name} "
-            f"{human_bytes(size)}), {human_bytes(avail + est.resident)} available "
+            f"{human_bytes(size)}, set by {term_settings(name, dataset, config)}), "
+            f"{human_bytes(avail + est.resident)} available "
             f"({human_bytes(est.resident)} of it already loaded); use --force to train anyway")
     return est
+

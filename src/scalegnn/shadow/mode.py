@@ -38,13 +38,12 @@ from scalegnn.engine.metrics import compute_metrics, link_metrics
 from scalegnn.engine.mode import Mode
 from scalegnn.errors import ConfigError
 from scalegnn.features import DenseFeatures, append_columns
-from scalegnn.nn.models import MODEL_OPTIONS
 from scalegnn.ops import SparseAdj
 from scalegnn.shadow.batch import branch_batch, drop_pair_edges, ensemble_batch, prefetch
 from scalegnn.shadow.extract import KHopExtractor
-from scalegnn.shadow.labels import label_onehot, num_labels, pair_labels
+from scalegnn.shadow.labels import label_onehot, pair_labels
 from scalegnn.shadow.link import sample_negatives, split_edges
-from scalegnn.shadow.model import ShadowNet
+from scalegnn.shadow.model import shadow_dims, shadow_net
 from scalegnn.shadow.ppr import PPRExtractor
 from scalegnn.shard import SINGLE, Shard
 
@@ -132,13 +131,8 @@ class ShadowMode(Mode):
                 "extractors": self.settings["extractors"]}
 
     def build_model(self, network: dict, params: dict):
-        return ShadowNet(self.num_features, self.num_classes,
-                         branches=len(self.eval_extractors), backbone=network["model"],
-                         hidden=network["dim"], arch=network["arch"], aggr=network["aggr"],
-                         bias=network["bias"], act=network["act"], dropout=params["dropout"],
-                         readout=self.settings["readout"], residual=self.settings["residual"],
-                         multilabel=self.multilabel, pair=self.pair,
-                         **{k: network[k] for k in MODEL_OPTIONS if k in network})
+        return shadow_net(self.num_features, self.num_classes, network, params, self.settings,
+                          multilabel=self.multilabel, pair=self.pair)
 
     # -------------------------------------------------------------- batches
     def _prepare(self):
@@ -291,10 +285,9 @@ class LinkMode(ShadowMode):
                                  num_negatives=self.settings["negatives"])
         self.label_cap = self.settings["pair_labels"]
         self.use_features = bool(self.settings["node_features"])
-        self.num_features = (dataset.num_features if self.use_features else 0) \
-            + num_labels(self.label_cap)
-        self.num_classes = 1
-        self.multilabel, self.metric = True, "hits@50"
+        self.num_features, self.num_classes, self.multilabel, _ = shadow_dims(
+            dataset.num_features, dataset.num_classes, dataset.multilabel, self.settings)
+        self.metric = "hits@50"
         self.dataset_name = dataset.name
         cache = cache_folder(self.settings["cache_dir"])
         self.train_extractors = make_extractors(self.settings["extractors"],

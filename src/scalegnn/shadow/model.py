@@ -34,9 +34,10 @@ import torch
 from torch import nn
 
 from scalegnn.errors import ConfigError
-from scalegnn.nn.models import build_model, weighted_loss
+from scalegnn.nn.models import MODEL_OPTIONS, build_model, weighted_loss
 from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops.fused import l2_normalize
+from scalegnn.shadow.labels import num_labels
 from scalegnn.shadow.readout import Readout, Residual
 
 
@@ -160,3 +161,28 @@ class ShadowNet(nn.Module):
         if self.attention is not None:
             self.attention.reset_parameters()
         self.classifier.reset_parameters()
+
+
+def shadow_dims(num_features: int, num_classes: int, multilabel: bool,
+                settings: dict) -> tuple[int, int, bool, bool]:
+    """(input width, classes, multilabel, pair) of the model a ``shadow:`` section
+    (``settings``) trains on data of ``num_features`` features and ``num_classes`` classes: a
+    link task scores pairs (one multi-label column) on the node features (unless
+    ``node_features`` is false) plus the one-hot pair labels."""
+    if settings["task"] != "link":
+        return num_features, num_classes, multilabel, False
+    width = (num_features if settings["node_features"] else 0) + num_labels(settings["pair_labels"])
+    return width, 1, True, True
+
+
+def shadow_net(in_dim: int, num_classes: int, network: dict, params: dict, settings: dict, *,
+               multilabel: bool, pair: bool) -> ShadowNet:
+    """The ShadowNet of a config's ``network``, ``params`` and ``shadow:`` section
+    (``settings``): one branch per extractor."""
+    specs = settings["extractors"]
+    return ShadowNet(in_dim, num_classes, branches=1 if isinstance(specs, dict) else len(specs),
+                     backbone=network["model"], hidden=network["dim"], arch=network["arch"],
+                     aggr=network["aggr"], bias=network["bias"], act=network["act"],
+                     dropout=params["dropout"], readout=settings["readout"],
+                     residual=settings["residual"], multilabel=multilabel, pair=pair,
+                     **{k: network[k] for k in MODEL_OPTIONS if k in network})

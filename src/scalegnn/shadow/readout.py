@@ -123,6 +123,19 @@ def parse_readout(spec) -> tuple[str, tuple[str, int] | None]:
     return head, pool
 
 
+def readout_for_task(spec, pair: bool) -> tuple[str, tuple[str, int] | None]:
+    """:func:`parse_readout`, and the readout fits the task: a pair task (link prediction)
+    reads two centers or a pool, a node task one center or a pool (ConfigError otherwise)."""
+    base, pool = parse_readout(spec)
+    if pair and base == "center":
+        raise ConfigError(f"shadow.readout: {spec!r} reads one center; a pair task takes "
+                          f"hadamard[+POOL], concat[+POOL] or a pool")
+    if not pair and base in EDGE_READOUTS:
+        raise ConfigError(f"shadow.readout: {spec!r} combines two centers: only for pair "
+                          f"tasks (link prediction)")
+    return base, pool
+
+
 class Readout(nn.Module):
     """``Readout(spec, dim)(h, segment, center, center2=None) -> (B, output_dim)`` (no
     parameters). ``pair``: whether the task gives a second center (edge readouts need one;
@@ -131,13 +144,7 @@ class Readout(nn.Module):
     def __init__(self, spec: str, dim: int, pair: bool = False):
         super().__init__()
         self.spec, self.dim, self.pair = spec, int(dim), bool(pair)
-        self.base, self.pool = parse_readout(spec)
-        if pair and self.base == "center":
-            raise ConfigError(f"shadow.readout: {spec!r} reads one center; a pair task takes "
-                              f"hadamard[+POOL], concat[+POOL] or a pool")
-        if not pair and self.base in EDGE_READOUTS:
-            raise ConfigError(f"shadow.readout: {spec!r} combines two centers: only for pair "
-                              f"tasks (link prediction)")
+        self.base, self.pool = readout_for_task(spec, pair)
 
     @property
     def output_dim(self) -> int:

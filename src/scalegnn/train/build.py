@@ -8,11 +8,12 @@ import numpy as np
 import torch
 
 from scalegnn.config import Config
-from scalegnn.engine.memory_guard import check_training_memory
+from scalegnn.engine.memory_guard import check_training_memory, meta_device, shape_model
 from scalegnn.engine.mode import Mode
 from scalegnn.errors import ConfigError
 from scalegnn.nn import build_model
 from scalegnn.nn.models import MODEL_OPTIONS
+from scalegnn.shadow.model import shadow_dims, shadow_net
 from scalegnn.train.modes import GraphSAINTMode
 
 
@@ -52,6 +53,20 @@ def build_run_model(mode: Mode, config: Config) -> torch.nn.Module:
         **{k: net[k] for k in MODEL_OPTIONS if k in net})
 
 
+def shape_run_model(dataset, config: Config) -> torch.nn.Module:
+    """The model a single-process run of ``config`` trains on ``dataset`` (the zoo model, or
+    shaDow-GNN's :class:`~scalegnn.shadow.model.ShadowNet`), built on the meta device: its
+    parameters' shapes and count, no memory (the memory guard's model term)."""
+    if "shadow" not in config.sections:
+        return shape_model(dataset, config)
+    settings = config.section("shadow")
+    in_dim, classes, multilabel, pair = shadow_dims(
+        dataset.num_features, max(dataset.num_classes, 1), dataset.multilabel, settings)
+    with meta_device():
+        return shadow_net(in_dim, classes, config.network, config.params, settings,
+                          multilabel=multilabel, pair=pair)
+
+
 def guard_memory(source, config: Config, force: bool = False) -> None:
     """Refuse (DataError, one line) a single-process run (GraphSAINT or shaDow-GNN) whose
     estimated peak memory (:func:`scalegnn.engine.memory_guard.estimate_training_memory`) exceeds the
@@ -63,4 +78,4 @@ def guard_memory(source, config: Config, force: bool = False) -> None:
         return
     else:
         dataset = source
-    check_training_memory(dataset, config, force=force)
+    check_training_memory(dataset, config, force=force, model=shape_run_model(dataset, config))
