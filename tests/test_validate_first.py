@@ -10,16 +10,22 @@ One-line cases go through the real CLI (``scalegnn.cli.main``) and
 from __future__ import annotations
 
 import inspect
+import json
 
+import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 
 from bad_input_helpers import Case, check_one_line_exit_2, registrar, write
 from conftest import make_tiny_dataset
 from scalegnn import memory
-from scalegnn.cli import main
+from scalegnn.cli import build_parser, main
 from scalegnn.config import Config
+from scalegnn.config.flags import IntList, Num, numeric_actions
 from scalegnn.config.schema import EXTRACTORS
+from scalegnn.data import Dataset
+from scalegnn.data.graphsaint import save_graphsaint
 from scalegnn.engine import memory_guard
 from scalegnn.errors import ConfigError
 from scalegnn.shadow.extract import KHopExtractor
@@ -230,6 +236,128 @@ def test_checked_extractors_are_typed_and_a_list():
         Config.from_dict({"shadow": {"extractors": {"kind": "ppr", "k": "12", "alpha": 1}}})
     cfg = Config.from_dict({"shadow": {"extractors": {"kind": "ppr", "k": "12", "eps": 1}}})
     assert cfg.section("shadow")["extractors"] == [{"kind": "ppr", "k": 12, "eps": 1.0}]
+
+
+# ----------------------------------------------------------------------------- numeric flags
+NUMERIC = [(path, action) for path, action in numeric_actions(build_parser())]
+
+
+def test_every_numeric_flag_is_checked():
+    """No int or float flag escapes the range check (scalegnn.config.flags)."""
+    bare = [f"{' '.join(path)} {action.option_strings}" for path, action in NUMERIC
+            if not isinstance(action.type, (Num, IntList))]
+    assert not bare, bare
+    assert all(action.type.flag for _, action in NUMERIC)
+    assert len(NUMERIC) > 80
+
+
+def _bad_values(action) -> list[str]:
+    if isinstance(action.type, IntList):
+        lo = action.type.range.lo
+        return [str(lo - 1), "-1", "4,,8", "x", "1e3", "3,3"]
+    r, whole = action.type.range, action.type.kind is int
+    out = ["nan", "abc", "1" * 5000]
+    if r.lo is not None:
+        out.append(str(r.lo if r.lo_open else r.lo - 1))
+    if r.hi is not None:
+        out.append(str(r.hi if r.hi_open else (r.hi + 1 if whole else r.hi * 10 + 1)))
+    if not whole:
+        out += ["inf", "-inf"]
+    return out
+
+
+@pytest.mark.parametrize("path, action", NUMERIC,
+                         ids=[f"{' '.join(p)} {a.option_strings[-1]}" for p, a in NUMERIC])
+def test_bad_numbers_are_one_line_before_any_work(path, action, capsys, tmp_path,
+                                                  monkeypatch):
+    """Negative, zero, huge, NaN and non-numbers: exit 2 and one line naming the flag, from the
+    parser itself (nothing is read, loaded or written)."""
+    monkeypatch.chdir(tmp_path)
+    flag = max(action.option_strings, key=len)
+    for value in _bad_values(action):
+        arg = f"{flag}={value}" if flag.startswith("--") else f"{flag}{value}"
+        assert main([*path, arg]) == 2, (flag, value)
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"scalegnn: error: {flag}"), (value, err)
+        assert not out and len(lines[0]) <= 300
+    assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- partition
+PARTITION = [
+    ("shp --parts -1", ["shp", "--parts", "-1"], "--parts", "[2,"),
+    ("shp --parts 1", ["shp", "--parts", "1"], "--parts", "[2,"),
+    ("make --parts 0", ["make", "--parts", "0", "--report"], "--parts", "[1,"),
+    ("make --parts 2,4", ["make", "--parts", "2,4", "--report"], "--parts", "one integer"),
+    ("make --parts 4,,8", ["make", "--parts", "4,,8", "--report"], "--parts", "one integer"),
+    ("compare --parts 4,,8", ["compare", "--parts", "4,,8"], "--parts", "empty item"),
+    ("shp --parts 4,,8", ["shp", "--parts", "4,,8"], "--parts", "empty item"),
+    ("compare --parts 4,", ["compare", "--parts", "4,"], "--parts", "empty item"),
+    ("compare --parts 4,4", ["compare", "--parts", "4,4"], "--parts", "twice"),
+    ("make more parts than nodes", ["make", "--parts", "101", "--report"], "--parts", "100 nodes"),
+    ("compare more parts than nodes", ["compare", "--parts", "2,200"], "--parts", "100 nodes"),
+    ("shp more parts than nodes", ["shp", "--parts", "200"], "--parts", "100 nodes"),
+    ("shp Hoeffding bound too large", ["shp", "--parts", "4000", "--theta", "0.001"],
+     "--parts 4000", "--theta"),
+    ("shp budget below range", ["shp", "--parts", "2", "--budget", "num_root=-5,depth=2"],
+     "--budget num_root", "-5"),
+    ("shp budget of another sampler", ["shp", "--parts", "2", "--sampler", "node"],
+     "--budget num_root", "sampler node"),
+    ("shp budget missing a key", ["shp", "--parts", "2", "--budget", "num_root=5"],
+     "--budget", "depth"),
+    ("shp unknown sampler", ["shp", "--parts", "2", "--sampler", "bfs"], "--sampler", "'bfs'"),
+    ("shp unknown preset", ["shp", "--parts", "2", "--preset", "fast"], "--preset", "'fast'"),
+    ("make unknown weights", ["make", "--parts", "2", "--report", "--weights", "edges"],
+     "--weights", "'edges'"),
+]
+for _name, _argv, *_needles in PARTITION:
+    CASES.append(Case(f"partition {_name}", lambda tmp, mp, a=_argv: [
+        "partition", a[0], "planted:nodes=100", *a[1:]], tuple(_needles)))
+
+
+def _strict_json(line: str):
+    def refuse(name):
+        raise AssertionError(f"{name} in JSON output: {line}")
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_shp_on_an_edgeless_graph_writes_null_not_nan(tmp_path, capsys):
+    """A volume ratio over zero volume is undefined: JSON null (valid JSON), never NaN."""
+    pytest.importorskip("mtkahypar")
+    n = 40
+    ds = Dataset.from_arrays(sp.csr_matrix((n, n), dtype=np.float32), np.arange(n) % 3,
+                             np.ones((n, 4), np.float32))
+    save_graphsaint(ds, tmp_path / "edgeless")
+    argv = ["partition", "shp", str(tmp_path / "edgeless"), "--parts", "2", "--min-batches", "4",
+            "--eval-batches", "4", "--budget", "num_root=5,depth=1", "--json",
+            str(tmp_path / "t.json")]
+    assert main(argv) == 0
+    lines = [_strict_json(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["hp_volume"] == 0 and lines[0]["shp_vs_hp"] is None
+    assert lines[-1] == {"geomean_shp_vs_hp": None}
+    table = _strict_json((tmp_path / "t.json").read_text())
+    assert table["rows"][0]["shp_vs_hp"] is None and table["geomean_shp_vs_hp"] is None
+
+
+# ----------------------------------------------------------------------------- --split
+@case("--split 3 on data with one split", "--split 3", "one split")
+def _(tmp, mp):
+    return ["data", "info", "planted:nodes=100", "--split", "3"]
+
+
+@case("--split 3 of 2 given splits", "split 3", "2 splits")
+def _(tmp, mp):
+    n = 30
+    rng = np.random.default_rng(0)
+    masks = {f"{k}_masks": np.zeros((2, n), bool) for k in ("train", "val", "test")}
+    for s in range(2):
+        for i, k in enumerate(("train", "val", "test")):
+            masks[f"{k}_masks"][s, i::3] = True
+    np.savez(tmp / "h.npz", node_features=rng.random((n, 3)).astype(np.float32),
+             node_labels=np.arange(n) % 2, edges=np.stack([np.arange(n - 1), np.arange(1, n)], 1),
+             **masks)
+    return ["data", "info", str(tmp / "h.npz"), "--split", "3"]
 
 
 # ----------------------------------------------------------------------------- the one test

@@ -58,6 +58,7 @@ import numpy as np
 
 from scalegnn.bench.gemm import GemmReplay, GemmTemplate, record_gemms
 from scalegnn.config import Config
+from scalegnn.config.flags import MAX_THREADS, SEED, WIDTH, count, name_flags
 from scalegnn.data import load_dataset
 from scalegnn.data.graphsaint import save_graphsaint
 from scalegnn.data.synthetic import kronecker_dataset
@@ -83,23 +84,25 @@ def add_arguments(p):
     p.add_argument("--data", default=None, metavar="DIR",
                    help="GraphSAINT folder to train on; built there from the generator options "
                         "if it does not exist (default: a temporary folder, deleted afterwards)")
-    p.add_argument("--scale", type=int, default=17, help="Kronecker scale: 2^SCALE nodes (17)")
-    p.add_argument("--edge-factor", type=int, default=8, help="Kronecker edge factor (8)")
-    p.add_argument("--features", type=int, default=50)
-    p.add_argument("--labels", type=int, default=121)
+    p.add_argument("--scale", type=count(1, 40), default=17,
+                   help="Kronecker scale: 2^SCALE nodes (17)")
+    p.add_argument("--edge-factor", type=WIDTH, default=8, help="Kronecker edge factor (8)")
+    p.add_argument("--features", type=WIDTH, default=50)
+    p.add_argument("--labels", type=WIDTH, default=121)
     p.add_argument("--config", default=None,
                    help="training YAML (default: configs/graphsaint/ppi_rw.yml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, e.g. phase.num_root=100 (repeatable)")
-    p.add_argument("--epochs", type=int, default=3, help="timed epochs (default 3)")
-    p.add_argument("--threads", type=int, default=2,
+    p.add_argument("--epochs", type=count(1, 10**4), default=3, help="timed epochs (default 3)")
+    p.add_argument("--threads", type=count(1, MAX_THREADS), default=2,
                    help="torch, numba and sampler threads (default 2)")
     p.add_argument("--fresh", action="store_true",
                    help="skip the pre-sampled subgraphs: every batch comes from the pool")
     p.add_argument("--omp-wait", choices=["passive", "active", "inherit"], default="passive",
                    help="OMP_WAIT_POLICY while measuring (default passive; inherit: leave the "
                         "environment as it is)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=SEED, default=0)
+    name_flags(p)
 
 
 def load_config(path=None, overrides=()):

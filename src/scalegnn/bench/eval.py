@@ -19,6 +19,7 @@ import numba
 import numpy as np
 import torch
 
+from scalegnn.config.flags import MAX_THREADS, REPEATS, SEED, WIDTH, count, name_flags
 from scalegnn.data import load_dataset
 from scalegnn.engine.evaluate import full_graph_logits
 from scalegnn.nn import build_model
@@ -30,13 +31,15 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 def add_arguments(p):
     p.add_argument("--dataset", default="kronecker:17:8", help="dataset spec (default kronecker:17:8)")
-    p.add_argument("--batch-rows", type=int, nargs="+", default=[8192, 65536, 1 << 30],
+    p.add_argument("--batch-rows", type=count(1, 1 << 62), nargs="+",
+                   default=[8192, 65536, 1 << 30],
                    help="row-block sizes to try (default 8192 65536 all)")
-    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--hidden", type=WIDTH, default=512)
     p.add_argument("--arch", default="1-0-1-0")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=count(1, MAX_THREADS), default=2)
+    p.add_argument("--repeat", type=REPEATS, default=3)
+    p.add_argument("--seed", type=SEED, default=0)
+    name_flags(p)
 
 
 def _rss() -> int:

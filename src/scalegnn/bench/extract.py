@@ -20,6 +20,8 @@ import time
 import numpy as np
 
 from scalegnn.bench.sample import _int_list
+from scalegnn.config.flags import REPEATS, SEED, count, name_flags
+from scalegnn.config.schema import INT32_MAX
 from scalegnn.data import load_dataset
 from scalegnn.errors import ConfigError
 from scalegnn.shadow.extract import KHopExtractor
@@ -35,13 +37,15 @@ def add_arguments(p):
                    help="anything scalegnn.data.load_dataset accepts (default synthetic)")
     p.add_argument("--extractors", default="ppr,khop", help="comma list (default %(default)s)")
     p.add_argument("--threads", default="1,2", help="comma list of thread counts (default 1,2)")
-    p.add_argument("--targets", type=int, default=4096, help="random target nodes (seeded)")
-    p.add_argument("--batch", type=int, default=256, help="targets per extract call")
-    p.add_argument("--repeats", type=int, default=3, help="timed passes per thread count")
+    p.add_argument("--targets", type=count(1, INT32_MAX), default=4096,
+                   help="random target nodes (seeded)")
+    p.add_argument("--batch", type=count(1, 1 << 20), default=256, help="targets per extract call")
+    p.add_argument("--repeats", type=REPEATS, default=3, help="timed passes per thread count")
     p.add_argument("--param", action="append", default=[], metavar="EXTRACTOR.KEY=VALUE",
                    help="override a parameter, e.g. ppr.k=100 or khop.budget=10 (repeatable)")
     p.add_argument("--cache-dir", default=None, help="PPR list cache folder (default: none)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=SEED, default=0)
+    name_flags(p)
 
 
 def _params(names: list[str], overrides: list[str]) -> dict:

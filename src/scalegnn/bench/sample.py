@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from scalegnn.config.flags import REPEATS, SEED, count, name_flags, real
 from scalegnn.data import load_dataset
 from scalegnn.errors import ConfigError
 from scalegnn.sampling import SAMPLERS, Normalization, make_sampler
@@ -34,15 +35,16 @@ def add_arguments(p):
                    help="anything scalegnn.data.load_dataset accepts (default kronecker:17:8)")
     p.add_argument("--samplers", default="rw,edge,node,mrw", help="comma list (default %(default)s)")
     p.add_argument("--threads", default="1,2", help="comma list of thread counts (default 1,2)")
-    p.add_argument("--count", type=int, default=32, help="subgraphs per timed call")
-    p.add_argument("--repeats", type=int, default=3, help="timed calls per (sampler, threads)")
-    p.add_argument("--coverage", type=float, default=50.0,
+    p.add_argument("--count", type=count(1, 10**6), default=32, help="subgraphs per timed call")
+    p.add_argument("--repeats", type=REPEATS, default=3, help="timed calls per (sampler, threads)")
+    p.add_argument("--coverage", type=real(0.0, 1e5, lo_open=True), default=50.0,
                    help="pre-sampling coverage to time (0: skip)")
     p.add_argument("--budget", action="append", default=[], metavar="SAMPLER.KEY=VALUE",
                    help="override a budget, e.g. rw.num_root=2000 (repeatable)")
     p.add_argument("--inductive", action="store_true",
                    help="sample dataset.train_graph over train_idx (default: whole graph)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=SEED, default=0)
+    name_flags(p)
 
 
 def _int_list(text: str, name: str) -> list[int]:

@@ -59,6 +59,8 @@ from pathlib import Path
 
 import scalegnn.sampling  # noqa: F401  (numba kernels: part of the process floor, not the data)
 from scalegnn.config import Config
+from scalegnn.config.flags import MAX_THREADS, SEED, WIDTH, count, name_flags
+from scalegnn.config.schema import INT32_MAX
 from scalegnn.data import load_dataset
 from scalegnn.engine.evaluate import full_graph_logits
 from scalegnn.errors import ConfigError
@@ -73,9 +75,11 @@ TARGET_RSS_RATIO = 1.3
 def add_arguments(p):
     p.add_argument("--scales", default="20,21,22,23,24",
                    help="comma-separated Kronecker scales: 2^s nodes (default 20,21,22,23,24)")
-    p.add_argument("--iterations", type=int, default=20, help="timed iterations per scale (20)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed iterations first (3)")
-    p.add_argument("--threads", type=int, default=2, help="torch, numba and sampler threads (2)")
+    p.add_argument("--iterations", type=count(1, 10**6), default=20,
+                   help="timed iterations per scale (20)")
+    p.add_argument("--warmup", type=count(0, 10**6), default=3, help="untimed iterations first (3)")
+    p.add_argument("--threads", type=count(1, MAX_THREADS), default=2,
+                   help="torch, numba and sampler threads (2)")
     p.add_argument("--data-dir", default=None, metavar="DIR",
                    help="keep the generated folders here and reuse them (default: a temporary "
                         "folder, deleted afterwards)")
@@ -85,15 +89,16 @@ def add_arguments(p):
                    help="evaluate only at these scales (implies --eval)")
     p.add_argument("--eval-path", default="auto", choices=["auto", "layerwise", "neighbourhood"],
                    help="full-graph evaluation path (default auto: layer-wise when it fits)")
-    p.add_argument("--edge-factor", type=int, default=16)
-    p.add_argument("--features", type=int, default=50)
-    p.add_argument("--classes", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--edge-factor", type=WIDTH, default=16)
+    p.add_argument("--features", type=WIDTH, default=50)
+    p.add_argument("--classes", type=count(2, 1 << 20), default=2)
+    p.add_argument("--hidden", type=WIDTH, default=512)
     p.add_argument("--arch", default="1-1")
     p.add_argument("--aggr", default="concat", choices=["concat", "mean"])
-    p.add_argument("--size-subgraph", type=int, default=8000)
-    p.add_argument("--size-frontier", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--size-subgraph", type=count(1, INT32_MAX), default=8000)
+    p.add_argument("--size-frontier", type=count(1, INT32_MAX), default=1000)
+    p.add_argument("--seed", type=SEED, default=0)
+    name_flags(p)
 
 
 def _int_list(text: str, flag: str) -> list[int]:

@@ -22,6 +22,8 @@ import numba
 import numpy as np
 import torch
 
+from scalegnn.config.flags import MAX_THREADS, REPEATS, SEED, WIDTH, count, name_flags, real
+from scalegnn.config.schema import INT32_MAX
 from scalegnn.graph import Graph
 from scalegnn.ops import _kernels as K
 from scalegnn.ops import costmodel
@@ -36,14 +38,17 @@ MODEL_CHECK_CASES = [(2000, 128), (4000, 64), (8000, 64)]
 
 
 def add_arguments(p):
-    p.add_argument("--n", type=int, help="rows/cols of Â (with --f: one case instead of the defaults)")
-    p.add_argument("--f", type=int, help="feature width")
-    p.add_argument("--degree", type=float, default=15, help="average degree (default 15)")
+    p.add_argument("--n", type=count(1, INT32_MAX),
+                   help="rows/cols of Â (with --f: one case instead of the defaults)")
+    p.add_argument("--f", type=WIDTH, help="feature width")
+    p.add_argument("--degree", type=real(0.0, 1e6, lo_open=True), default=15,
+                   help="average degree (default 15)")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeat", type=int, default=5, help="timed calls per kernel (median)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=count(1, MAX_THREADS), default=2)
+    p.add_argument("--repeat", type=REPEATS, default=5, help="timed calls per kernel (median)")
+    p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--no-membw", action="store_true", help="skip the triad measurement")
+    name_flags(p)
 
 
 def random_adj(n: int, degree: float, seed: int, dtype=np.float32) -> SparseAdj:

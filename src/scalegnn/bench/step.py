@@ -43,6 +43,8 @@ import torch
 from scalegnn.batch import Batch
 from scalegnn.bench.gemm import GemmReplay, GemmTemplate, gemm_flops, profile_top, record_gemms
 from scalegnn.config import Config
+from scalegnn.config.flags import MAX_THREADS, REPEATS, SEED, WIDTH, count, name_flags, real
+from scalegnn.config.schema import INT32_MAX
 from scalegnn.data import load_dataset
 from scalegnn.engine.optim import Adam
 from scalegnn.nn.saint import SAINTLayer
@@ -56,19 +58,22 @@ TARGET_RATIO = 1.3
 
 def add_arguments(p):
     p.add_argument("--dataset", default="kronecker:17:8", help="dataset spec (default kronecker:17:8)")
-    p.add_argument("--size-subgraph", type=int, default=8000, help="mrw node budget (default 8000)")
-    p.add_argument("--size-frontier", type=int, default=2500, help="mrw frontier size (default 2500)")
-    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--size-subgraph", type=count(1, INT32_MAX), default=8000,
+                   help="mrw node budget (default 8000)")
+    p.add_argument("--size-frontier", type=count(1, INT32_MAX), default=2500,
+                   help="mrw frontier size (default 2500)")
+    p.add_argument("--hidden", type=WIDTH, default=512)
     p.add_argument("--arch", default="1-0-1-0")
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dropout", type=real(0.0, 1.0, hi_open=True), default=0.1)
+    p.add_argument("--threads", type=count(1, MAX_THREADS), default=2)
+    p.add_argument("--repeat", type=REPEATS, default=5)
+    p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--flush-denormal", action=argparse.BooleanOptionalAction, default=True,
                    help="params.flush_denormal of the trainer (default on, as in training; "
                         "--no-flush-denormal: Adam's denormal second moments computed as such)")
     p.add_argument("--tail", choices=["model", "torch", "both"], default="model",
                    help="layer tail: the model's (fused, default), plain torch ops, or both")
+    name_flags(p)
 
 
 @contextlib.contextmanager

@@ -2,7 +2,8 @@
 
 Each command family lives in its own module exposing ``add_parser(subparsers)``; the parser's
 ``func`` receives the parsed arguments. The CLI only parses arguments and calls the Python API.
-User mistakes (:class:`ScaleGNNError`) print one line and exit with status 2, no traceback;
+User mistakes (:class:`ScaleGNNError`) print one line and exit with status 2, no traceback (a
+numeric flag out of its range while the arguments are parsed: :mod:`scalegnn.config.flags`);
 so do operating-system errors on the user's files (``OSError``: a read-only or full ``--out``,
 an unreadable input), printed as ``<file>: <reason>``. A closed stdout pipe (``... | head``)
 ends the command quietly.
@@ -17,6 +18,7 @@ import sys
 from scalegnn import __version__
 from scalegnn.cli import bench, data, dist, partition, predict, train
 from scalegnn.cli.parser import Parser
+from scalegnn.config.flags import name_flags
 from scalegnn.errors import ScaleGNNError
 from scalegnn.threads import keep_freed_memory
 
@@ -30,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for mod in COMMAND_MODULES:
         mod.add_parser(sub)
-    return parser
+    return name_flags(parser)  # numeric flags: checked while parsing, messages name the flag
 
 
 def main(argv=None) -> int:
@@ -47,6 +49,9 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # `scalegnn --help | head`
         _silence_stdout()
         return 141
+    except ScaleGNNError as e:  # a numeric flag out of its range (scalegnn.config.flags)
+        print(f"scalegnn: error: {e}", file=sys.stderr)
+        return 2
     keep_freed_memory()
     try:
         rc = args.func(args)

@@ -18,6 +18,7 @@ import sys
 
 from scalegnn import memory
 from scalegnn.config import Config
+from scalegnn.config.flags import FRACTION, SEED, SPLIT, WIDTH, count, real
 from scalegnn.data import load_dataset
 from scalegnn.data import synthetic as S
 from scalegnn.data.graphsaint import save_graphsaint
@@ -177,8 +178,8 @@ def add_parser(sub):
     info.add_argument("spec", help="path or generator spec (synthetic, planted:..., "
                                    "kronecker:SCALE:EF)")
     info.add_argument("--json", action="store_true", help="print one JSON object")
-    info.add_argument("--split", type=int, help=SPLIT_HELP)
-    info.add_argument("--seed", type=int, default=0, help="seed for generators/splits")
+    info.add_argument("--split", type=SPLIT, help=SPLIT_HELP)
+    info.add_argument("--seed", type=SEED, default=0, help="seed for generators/splits")
     info.add_argument("--mmap", action="store_true", help="memory-map float32 features")
     info.add_argument("--config", help="train config whose memory estimate to print "
                                        "(default: the built-in one)")
@@ -189,25 +190,25 @@ def add_parser(sub):
     syn.add_argument("kind", choices=["kronecker", "planted"])
     syn.add_argument("--out", required=True, help="output folder (GraphSAINT format)")
     syn.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    syn.add_argument("--seed", type=int, default=0)
-    syn.add_argument("--features", type=int, default=None,
+    syn.add_argument("--seed", type=SEED, default=0)
+    syn.add_argument("--features", type=WIDTH, default=None,
                      help="feature width (kronecker 50, planted 32)")
-    syn.add_argument("--labels", type=int, default=None,
+    syn.add_argument("--labels", type=WIDTH, default=None,
                      help="multi-label count (kronecker 121, planted 20)")
     g = syn.add_argument_group("kronecker")
-    g.add_argument("--scale", type=int, default=14, help="2^scale nodes (default 14)")
-    g.add_argument("--edge-factor", type=int, default=16, help="edges per node (default 16)")
-    g.add_argument("-a", type=float, default=0.57)
-    g.add_argument("-b", type=float, default=0.19)
-    g.add_argument("-c", type=float, default=0.19)
-    syn.add_argument("--classes", type=int, default=None,
+    g.add_argument("--scale", type=count(1, 40), default=14, help="2^scale nodes (default 14)")
+    g.add_argument("--edge-factor", type=WIDTH, default=16, help="edges per node (default 16)")
+    g.add_argument("-a", type=FRACTION, default=0.57)
+    g.add_argument("-b", type=FRACTION, default=0.19)
+    g.add_argument("-c", type=FRACTION, default=0.19)
+    syn.add_argument("--classes", type=count(2, 1 << 20), default=None,
                      help="single-label classes (kronecker: instead of --labels multi-labels; "
                           "planted: communities, default 8)")
     g = syn.add_argument_group("planted")
-    g.add_argument("--nodes", type=int, default=12000)
-    g.add_argument("--degree", type=float, default=12.0)
-    g.add_argument("--p-in", type=float, default=0.7)
-    g.add_argument("--noise", type=float, default=4.0)
+    g.add_argument("--nodes", type=count(8, 1 << 40), default=12000)
+    g.add_argument("--degree", type=real(0.0, 1e6, lo_open=True), default=12.0)
+    g.add_argument("--p-in", type=FRACTION, default=0.7)
+    g.add_argument("--noise", type=real(0.0, 1e6), default=4.0)
     g.add_argument("--multilabel", action="store_true")
     syn.set_defaults(func=_synth_defaults)
 
@@ -216,8 +217,8 @@ def add_parser(sub):
     conv.add_argument("--to", required=True, help="target format (graphsaint)")
     conv.add_argument("dst", help="output folder")
     conv.add_argument("--overwrite", action="store_true")
-    conv.add_argument("--split", type=int, help=SPLIT_HELP)
-    conv.add_argument("--seed", type=int, default=0)
+    conv.add_argument("--split", type=SPLIT, help=SPLIT_HELP)
+    conv.add_argument("--seed", type=SEED, default=0)
     add_data_arguments(conv)
     conv.set_defaults(func=_convert)
 

@@ -36,6 +36,9 @@ import torch.distributed
 from scalegnn.cli.data import SPLIT_HELP, add_data_arguments, data_notes
 from scalegnn.cli.parser import Parser
 from scalegnn.cli.train import add_run_arguments, resolve_run
+from scalegnn.config.flags import (FRACTION, MAX_PROCESSES, PROCESSES, SECONDS, SPLIT, count,
+                                   name_flags)
+from scalegnn.config.schema import INT32_MAX
 from scalegnn.data.options import OPTION_KEYS
 from scalegnn.dist.dataload import load
 from scalegnn.dist.elastic import HostJob, run_host
@@ -57,11 +60,12 @@ def add_parser(sub):
     p = sub.add_parser("dist-train", help="distributed training (K ranks per host, one host or "
                                           "several): full-graph on a plan, or data- / "
                                           "partition-parallel minibatches")
-    p.add_argument("--nprocs", type=int, required=True, help="ranks to start on this host")
-    p.add_argument("--nnodes", type=int, default=1, metavar="N",
+    p.add_argument("--nprocs", type=PROCESSES, required=True, help="ranks to start on this host")
+    p.add_argument("--nnodes", type=PROCESSES, default=1, metavar="N",
                    help="hosts in the job, each running this command with its own --node-rank "
                         "(default 1)")
-    p.add_argument("--node-rank", type=int, default=0, dest="node_rank", metavar="I",
+    p.add_argument("--node-rank", type=count(0, MAX_PROCESSES - 1), default=0, dest="node_rank",
+                   metavar="I",
                    help="this host's index 0..N-1: node I runs ranks I*K..I*K+K-1; node 0 serves "
                         "the rendezvous and writes the run directory (default 0)")
     p.add_argument("--rdzv", metavar="HOST:PORT",
@@ -70,14 +74,16 @@ def add_parser(sub):
     p.add_argument("--local-addr", metavar="ADDR", dest="local_addr",
                    help="this host's address for the rendezvous and the ranks' store (default: "
                         "the address this host uses to reach --rdzv)")
-    p.add_argument("--rdzv-timeout", type=float, default=300.0, metavar="SECONDS",
+    p.add_argument("--rdzv-timeout", type=SECONDS, default=300.0, metavar="SECONDS",
                    dest="rdzv_timeout",
                    help="seconds to wait for the rendezvous to answer, then for all hosts to "
                         "join it (again after each restart) (default 300)")
-    p.add_argument("--max-restarts", type=int, default=0, dest="max_restarts", metavar="N",
+    p.add_argument("--max-restarts", type=count(0, 10**4), default=0, dest="max_restarts",
+                   metavar="N",
                    help="when a rank or a host dies, restart the job from its last checkpoint up "
                         "to N times; a lost host rejoins by running its command again (default 0)")
-    p.add_argument("--parts", type=int, help="partition --data into this many parts first")
+    p.add_argument("--parts", type=count(1, INT32_MAX),
+                   help="partition --data into this many parts first")
     p.add_argument("--method", help="partitioner when --parts is given (default: the config's "
                                     "distributed.method, metis)")
     add_worker_arguments(p)
@@ -220,13 +226,13 @@ def add_worker_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--data", help="dataset: distributed.mode data and partition train on it "
                                   "(every rank loads it); full: with --parts, partition it into "
                                   "--plan first, else check that --plan was made from it")
-    p.add_argument("--split", type=int, help=SPLIT_HELP)
+    p.add_argument("--split", type=SPLIT, help=SPLIT_HELP)
     add_run_arguments(p, device_default="auto")
     add_data_arguments(p)
-    p.add_argument("--boundary-p", type=float, dest="boundary_p",
+    p.add_argument("--boundary-p", type=FRACTION, dest="boundary_p",
                    help="shorthand for --set distributed.boundary_p=P: probability of keeping "
                         "each boundary node per epoch (1 = exact)")
-    p.add_argument("--timeout", type=float,
+    p.add_argument("--timeout", type=SECONDS,
                    help="shorthand for --set distributed.timeout=S: seconds before a silent "
                         "peer is an error")
     return p
@@ -307,7 +313,7 @@ def _attempt_store(timeout: timedelta):
 
 def worker_main(argv=None) -> int:
     tie_to_launcher()  # never outlive the launcher (it may be SIGKILLed)
-    args = add_worker_arguments(Parser(prog="python -m scalegnn.dist")).parse_args(argv)
+    args = name_flags(add_worker_arguments(Parser(prog="python -m scalegnn.dist"))).parse_args(argv)
     rank = int(os.environ.get("RANK", 0))
     world = int(os.environ.get("WORLD_SIZE", 1))
     local = int(os.environ.get("LOCAL_RANK", rank))

@@ -10,7 +10,10 @@ partitions (``scalegnn partition DATA ...`` is ``partition make DATA ...``).
   — expected communication volume of fresh random minibatches under HP vs SHP (stochastic
   hypergraph); ``--parts K --out PLAN`` also writes the SHP partition as a plan.
 
-``metis`` and ``random`` remain aliases of ``gp`` and ``rp``.
+``metis`` and ``random`` remain aliases of ``gp`` and ``rp``. Every form checks ``--parts`` the
+same way (:func:`parts_type`: integers, no empty item, at least 1, or 2 for ``shp``, at most the
+graph's nodes) and its other settings before reading any data. Their JSON is valid JSON: a ratio
+over a zero volume (an edgeless graph) is ``null``, never ``NaN``.
 
 A plan is written into a temporary sibling of ``--out`` that replaces it once complete
 (:func:`plan_folder`), so a failed write (a full disk) leaves no torn plan and an old plan in
@@ -21,17 +24,25 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from pathlib import Path
 
+from scalegnn.config.checks import check_range
+from scalegnn.config.flags import SEED, THREADS, IntList, count, real
+from scalegnn.config.schema import INT32_MAX, PHASE, Range
 from scalegnn.dist.compare import (compare, format_table, method_spec, parse_list, plot, report_row,
                                    write_json)
 from scalegnn.dist.dataload import load
-from scalegnn.dist.partition import canonical, partition_dataset, write_plan
-from scalegnn.dist.shp import compare_shp, parse_budget, plot_shp
+from scalegnn.dist.hypergraph import PRESETS
+from scalegnn.dist.partition import GP_OBJECTIVES, WEIGHTS, canonical, partition_dataset, write_plan
+from scalegnn.dist.shp import compare_shp, hoeffding_nets, parse_budget, plot_shp
 from scalegnn.errors import ConfigError
 from scalegnn.io import atomic_folder
+from scalegnn.sampling import SAMPLERS
 
 SUBCOMMANDS = ("make", "compare", "shp")
+MAX_BATCHES = 10**5     # --min-batches, --eval-batches: minibatches drawn (and held) at most
+MAX_SHP_NETS = 10**7    # sampled nodes SHP may need by the Hoeffding bound (held in memory)
 PLAN_ENTRIES = ("plan.json", "assignment.npy")
 
 
@@ -49,7 +60,8 @@ def add_parser(sub):
                                         "that dist-train reads; --report prints its exact "
                                         "accounting (without --out: only measures).")
     _data(make)
-    make.add_argument("--parts", required=True, help="number of parts (= ranks)")
+    make.add_argument("--parts", required=True, type=parts_type(1, single=True),
+                      help="number of parts (= ranks)")
     make.add_argument("--method", default="gp",
                       help="hp (hypergraph, Mt-KaHyPar: minimal volume), gp (METIS graph model; "
                            "alias metis) or rp (random rows; alias random)")
@@ -64,8 +76,8 @@ def add_parser(sub):
                                  description="Partition DATA with every method and part count "
                                              "and report volume, messages and imbalance.")
     _data(compare_p)
-    compare_p.add_argument("--parts", required=True, help="comma list of part counts, e.g. "
-                                                          "4,8,16,32")
+    compare_p.add_argument("--parts", required=True, type=parts_type(1),
+                           help="comma list of part counts, e.g. 4,8,16,32")
     compare_p.add_argument("--methods", default="hp,gp,rp",
                            help="methods to compare (gp:cut / gp:vol pick METIS' objective)")
     compare_p.add_argument("--out", help="JSON table to write")
@@ -78,19 +90,22 @@ def add_parser(sub):
                                        "minibatches under a hypergraph (HP) and a stochastic "
                                        "hypergraph (SHP) partition.")
     _data(shp)
-    shp.add_argument("--parts", required=True, help="comma list of part counts, e.g. 4,8")
+    shp.add_argument("--parts", required=True, type=parts_type(2),
+                     help="comma list of part counts >= 2, e.g. 4,8")
     shp.add_argument("--sampler", default="rw", help="GraphSAINT sampler (node, edge, rw)")
     shp.add_argument("--budget", default="num_root=500,depth=2",
                      help="sampler budget as key=value pairs")
-    shp.add_argument("--theta", type=float, default=0.1, help="Hoeffding error θ")
-    shp.add_argument("--delta", type=float, default=0.5, help="Hoeffding confidence 1-δ")
-    shp.add_argument("--min-batches", type=int, default=200,
+    shp.add_argument("--theta", type=real(0.0, 1e6, lo_open=True), default=0.1,
+                     help="Hoeffding error θ")
+    shp.add_argument("--delta", type=real(0.0, 1.0, lo_open=True, hi_open=True), default=0.5,
+                     help="Hoeffding confidence 1-δ")
+    shp.add_argument("--min-batches", type=count(0, MAX_BATCHES), default=200,
                      help="sample at least this many minibatches even when the Hoeffding bound "
                           "asks for fewer (default 200)")
     shp.add_argument("--no-prior", dest="prior", action="store_false",
                      help="partition the sampled nets alone, without the full graph's nets "
                           "(Algorithm 3 as published)")
-    shp.add_argument("--eval-batches", type=int, default=200,
+    shp.add_argument("--eval-batches", type=count(1, MAX_BATCHES), default=200,
                      help="fresh minibatches the expected volume is averaged over")
     shp.add_argument("--transductive", action="store_true",
                      help="draw the minibatches from the full graph over every node (as "
@@ -129,13 +144,14 @@ def _data(p):
 
 def _partitioner(p, hp_only: bool = False):
     """The partitioners' own settings (METIS' only where GP can run)."""
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--imbalance", type=float, default=0.01,
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--imbalance", type=real(0.0, 1.0, lo_open=True, hi_open=True), default=0.01,
                    help="allowed compute imbalance ε (max part weight <= (1+ε) avg)")
     p.add_argument("--preset", default="deterministic",
                    help="Mt-KaHyPar preset for hp: deterministic (reproducible), default, "
                         "quality, highest_quality")
-    p.add_argument("--threads", type=int, default=None, help="Mt-KaHyPar threads (default: all)")
+    p.add_argument("--threads", type=THREADS, default=None,
+                   help="Mt-KaHyPar threads (default: all)")
     if hp_only:
         p.set_defaults(weights="degree", metis_max_entries=1 << 25, gp_objective="vol")
         return
@@ -145,16 +161,55 @@ def _partitioner(p, hp_only: bool = False):
     p.add_argument("--weights", default="degree",
                    help="METIS vertex weights: degree (deg+1, balances SpMM work) or nodes "
                         "(balances rows: feature memory and dense GEMMs)")
-    p.add_argument("--metis-max-entries", type=int, default=1 << 25,
+    p.add_argument("--metis-max-entries", type=count(1, 1 << 50), default=1 << 25,
                    help="sparsify larger graphs before METIS / Mt-KaHyPar (memory); the plan "
                         "always uses the full graph")
 
 
+def parts_type(least: int, single: bool = False) -> IntList:
+    """The one ``--parts`` check of every partition form (when the arguments are parsed):
+    integers >= ``least`` (1 part is a plan for one rank; SHP compares 2 or more), no empty item,
+    no repeat; ``single``: one part count. At most the graph's nodes: :func:`_dataset`."""
+    return IntList(Range(least, INT32_MAX), single=single)
+
+
+def _check_partitioner(args) -> None:
+    """The partitioners' named settings, before any data is read."""
+    for flag, value, allowed in (("--preset", args.preset, PRESETS),
+                                 ("--weights", args.weights, WEIGHTS),
+                                 ("--gp-objective", args.gp_objective, GP_OBJECTIVES)):
+        if value not in allowed:
+            raise ConfigError(f"{flag}: {value!r} is not one of {list(allowed)}")
+
+
 def _dataset(args):
+    """The dataset (after every check that needs none), and ``--parts`` fits its nodes."""
     if not args.data:
         raise ConfigError(f"partition {args.partition_command}: missing DATA (a dataset path "
                           f"or spec)")
-    return load(args.data, seed=args.seed)
+    _check_partitioner(args)
+    ds = load(args.data, seed=args.seed)
+    too_many = [k for k in args.parts if k > ds.num_nodes]
+    if too_many:
+        raise ConfigError(f"--parts: {too_many[0]} parts but {args.data} has only "
+                          f"{ds.num_nodes} nodes")
+    return ds
+
+
+def finite(value):
+    """``value`` with every NaN or infinite float replaced by None (JSON null): a ratio over a
+    zero volume (an edgeless graph, one part) is undefined, not ``NaN`` (invalid JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def _json(value) -> str:
+    return json.dumps(finite(value), allow_nan=False)
 
 
 def _kw(args) -> dict:
@@ -165,10 +220,7 @@ def _kw(args) -> dict:
 
 def run(args) -> int:
     canonical(args.method)
-    try:
-        parts = int(args.parts)
-    except ValueError:
-        raise ConfigError(f"--parts: expected one integer, got {args.parts!r}") from None
+    parts = args.parts[0]
     if not args.out and not args.report:
         raise ConfigError("partition: --out PLAN is required (or --report to only measure)")
     ds = _dataset(args)
@@ -183,7 +235,7 @@ def run(args) -> int:
     if args.report:
         out["report"] = {k: row[k] for k in row if k not in ("sent", "recv", "messages",
                                                              "compute_load")}
-    print(json.dumps(out))
+    print(_json(out))
     if args.report:
         print(format_table([row]))
     return 0
@@ -193,22 +245,27 @@ def run_compare(args) -> int:
     methods = parse_list(args.methods, "--methods")
     for m in methods:
         method_spec(m)                           # refuse a bad name before loading data
-    parts = parse_list(args.parts, "--parts", int)
     ds = _dataset(args)
-    res = compare(ds, methods, parts, seed=args.seed, **_kw(args),
-                  log=lambda r: print(json.dumps({k: r[k] for k in r if k not in (
+    res = compare(ds, methods, args.parts, seed=args.seed, **_kw(args),
+                  log=lambda r: print(_json({k: r[k] for k in r if k not in (
                       "sent", "recv", "messages", "compute_load")}), flush=True))
     print(format_table(res["rows"]))
-    print(json.dumps({"geomean_ratios": res["geomean_ratios"]}))
+    print(_json({"geomean_ratios": res["geomean_ratios"]}))
     return _save(res, args.out, args.plot, plot)
 
 
 def run_shp(args) -> int:
-    parts = parse_list(args.parts, "--parts", int)
+    parts = args.parts
     if args.out and len(parts) != 1:
         raise ConfigError(f"--out {args.out}: a plan has one part count; give a single --parts "
-                          f"(got {args.parts})")
-    budget = parse_budget(args.budget)
+                          f"(got {','.join(map(str, parts))})")
+    budget = _budget(args.sampler, parse_budget(args.budget))
+    for k in parts:  # the nets SHP samples before partitioning, held in memory
+        need = hoeffding_nets(k, args.theta, args.delta)
+        if need > MAX_SHP_NETS:
+            raise ConfigError(f"--parts {k}: the Hoeffding bound (--theta {args.theta:g}, "
+                              f"--delta {args.delta:g}) asks for {need:.3g} sampled nodes, more "
+                              f"than {MAX_SHP_NETS:,}; raise --theta or --delta")
     ds = _dataset(args)
     plans = {}
 
@@ -223,19 +280,39 @@ def run_shp(args) -> int:
                           seed=args.seed, imbalance=args.imbalance, preset=args.preset,
                           threads=args.threads, min_batches=args.min_batches, prior=args.prior,
                           transductive=args.transductive,
-                          log=lambda r: print(json.dumps(r), flush=True), on_partition=write)
+                          log=lambda r: print(_json(r), flush=True), on_partition=write)
     out = {"geomean_shp_vs_hp": res["geomean_shp_vs_hp"]}
     if plans:
         plan = next(iter(plans.values()))
         out = {"plan": str(args.out), **out, **plan.meta["totals"]}
-    print(json.dumps(out))
+    print(_json(out))
     return _save(res, args.json, args.plot, plot_shp)
+
+
+def _budget(sampler: str, budget: dict) -> dict:
+    """``--sampler`` and ``--budget`` as a training phase takes them: a sampler of
+    :data:`scalegnn.sampling.SAMPLERS`, only its budget keys, all its required ones, each within
+    its phase key's range (``scalegnn.config.schema.PHASE``)."""
+    if sampler not in SAMPLERS:
+        raise ConfigError(f"--sampler: {sampler!r} is not one of {list(SAMPLERS)}")
+    cls = SAMPLERS[sampler]
+    takes = tuple(cls.required) + tuple(cls.optional)
+    for key, value in budget.items():
+        if key not in takes:
+            raise ConfigError(f"--budget {key}: sampler {sampler} does not take it (it takes "
+                              f"{', '.join(takes) or 'no budget keys'})")
+        check_range(f"--budget {key}", value, PHASE[key].range)
+    missing = [k for k in cls.required if k not in budget]
+    if missing:
+        raise ConfigError(f"--budget: sampler {sampler} needs {', '.join(cls.required)} "
+                          f"(missing {missing[0]})")
+    return budget
 
 
 def _save(res: dict, json_path, plot_path, plot_fn) -> int:
     """The compare/shp result as a JSON table and a PNG plot, where asked for."""
     if json_path:
-        write_json(res, json_path)
+        write_json(finite(res), json_path)
     if plot_path:
         plot_fn(res, plot_path)
     return 0

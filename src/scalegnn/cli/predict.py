@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from scalegnn.cli.data import add_data_arguments, data_options
+from scalegnn.config.flags import THREADS
 from scalegnn.errors import ConfigError
 from scalegnn.inference import check_output, load_run, write_embeddings, write_scores
 from scalegnn.threads import set_threads
@@ -31,7 +32,7 @@ def add_parser(sub):
         which.add_argument("--split", choices=("train", "val", "test"),
                            help="the nodes of one split of the data")
         p.add_argument("--out", required=True, help="output file: .npy, .csv or .parquet")
-        p.add_argument("--threads", type=int,
+        p.add_argument("--threads", type=THREADS,
                        help="torch/numba threads (default: the run's recorded count)")
         p.add_argument("--device", default="cpu", help="cpu, cuda[:N] or auto (default: cpu)")
         add_data_arguments(p)

@@ -15,6 +15,7 @@ from pathlib import Path
 from scalegnn import memory
 from scalegnn.cli.data import SPLIT_HELP, add_data_arguments, data_notes, data_options
 from scalegnn.config import Config
+from scalegnn.config.flags import EPOCHS, SEED, SPLIT, THREADS
 from scalegnn.data import load_dataset
 from scalegnn.data.graphsaint import feature_file_bytes
 from scalegnn.data.options import check_options, flag
@@ -37,10 +38,10 @@ def add_run_arguments(p, *, device_default: str = "cpu"):
     p.add_argument("--config", help="GraphSAINT-style YAML train config (default: built-in)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. params.lr=0.005 or phase.end=10")
-    p.add_argument("--epochs", type=int, help="shorthand for --set phase.end=N")
+    p.add_argument("--epochs", type=EPOCHS, help="shorthand for --set phase.end=N")
     p.add_argument("--out", help="run directory (default: runs/<dataset>-<time>)")
-    p.add_argument("--seed", type=int, help="random seed (default 0)")
-    p.add_argument("--threads", type=int, help="torch/numba threads (default: all cores)")
+    p.add_argument("--seed", type=SEED, help="random seed (default 0)")
+    p.add_argument("--threads", type=THREADS, help="torch/numba threads (default: all cores)")
     p.add_argument("--device", default=None,
                    help=f"cpu, cuda[:N] or auto (default: {device_default})")
     p.add_argument("--resume", metavar="RUN_DIR",
@@ -56,7 +57,7 @@ def add_parser(sub):
     p = sub.add_parser("train", help="train a GNN with GraphSAINT sampling (default: built-in "
                                      "synthetic dataset)")
     p.add_argument("--data", help=f"dataset folder/file or generator spec (default: {DEFAULT_DATA})")
-    p.add_argument("--split", type=int, help=SPLIT_HELP)
+    p.add_argument("--split", type=SPLIT, help=SPLIT_HELP)
     p.add_argument("--test-data", metavar="PATH",
                    help="report the test metric on this other graph (same features and "
                         "classes; its own test split if the data gives one, else all nodes; "
