@@ -207,10 +207,17 @@ CONFIG_SETS = [
     ("phase.eta=2", "phase[0].eta", "does not take it"),
     ("shadow.task=link", "shadow.readout", "'center'", "pair task"),
     ("shadow.readout=concat", "shadow.readout", "only for pair tasks"),
+    ("params.sample_coverage=0", "params.sample_coverage", "> 0"),
 ]
 for _assign, *_needles in CONFIG_SETS:
     CASES.append(Case(f"--set {_assign}", lambda tmp, mp, a=_assign: train(tmp, "--set", a),
                       tuple(_needles)))
+
+
+@case("an mrw frontier larger than its subgraph", "phase[0].size_frontier", "size_subgraph")
+def _(tmp, mp):
+    write(tmp / "c.yml", "phase: [{end: 1, sampler: mrw, size_subgraph: 10, size_frontier: 20}]\n")
+    return train(tmp, "--config", str(tmp / "c.yml"))
 
 
 @case("a rw phase without depth", "phase[0].depth", "missing")

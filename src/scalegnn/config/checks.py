@@ -223,6 +223,17 @@ def check_sampler_keys(phases: list) -> None:
         if missing:
             raise ConfigError(f"phase[{i}].{missing[0]}: missing (sampler {ph['sampler']} "
                               f"needs {', '.join(cls.required)})")
+        if ph.get("size_frontier", 0) > ph.get("size_subgraph", 1 << 62):
+            raise ConfigError(f"phase[{i}].size_frontier: must not exceed size_subgraph "
+                              f"({ph['size_subgraph']}), got {ph['size_frontier']}")
+
+
+def check_presampling(params: dict) -> None:
+    """GraphSAINT's normalizations pre-sample ``sample_coverage`` times the nodes: > 0."""
+    if params["norm_loss"] and params["norm_aggr"] and not params["sample_coverage"] > 0:
+        raise ConfigError(f"params.sample_coverage: must be > 0 while params.norm_loss and "
+                          f"params.norm_aggr are on (the pre-sampling), got "
+                          f"{params['sample_coverage']}")
 
 
 def parse_yaml(text: str, where: str):
