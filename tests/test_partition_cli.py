@@ -4,6 +4,7 @@ compare`` (JSON + PNG), ``partition shp``, their help and their one-line refusal
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,93 @@ def test_partition_cli_refusals(argv, msg, capsys):
     assert cli_main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and msg in err[0]
+
+
+# ----------------------------------------------------------------------------- --out PLAN rules
+def _files(folder):
+    """Every file under ``folder`` with its bytes (a plan, a run, anything)."""
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def _make(out, *extra, parts="2"):
+    return ["partition", "make", DATA, "--parts", parts, "--method", "rp", "--out", str(out),
+            *extra]
+
+
+def _shp(out, *extra):
+    return ["partition", "shp", DATA, "--parts", "2", "--budget", "num_root=20,depth=2",
+            "--min-batches", "4", "--eval-batches", "4", "--out", str(out), *extra]
+
+
+def _refused(capsys, *needles) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("scalegnn: error: --out "), err
+    assert all(n in err[0] for n in needles), err[0]
+    return err[0]
+
+
+@pytest.mark.parametrize("form", ["make", "shp"])
+def test_a_plan_is_replaced_only_with_overwrite(form, tmp_path, capsys):
+    """Like ``train --out``: a second plan into a plan folder is refused in one line naming the
+    folder (the old plan untouched); ``--overwrite`` replaces it whole (no stale rank folder)."""
+    if form == "shp":
+        pytest.importorskip("mtkahypar")
+    out = tmp_path / "plan"
+    argv = _make if form == "make" else _shp
+    assert cli_main(argv(out, *(["--parts", "3"] if form == "make" else []))) == 0
+    capsys.readouterr()
+    before = _files(out)
+    assert cli_main(argv(out)) == 2
+    _refused(capsys, str(out), "already holds a plan", "--overwrite")
+    assert _files(out) == before
+    assert cli_main(argv(out, "--overwrite")) == 0
+    capsys.readouterr()
+    plan = PartitionPlan.load(out, world_size=2)
+    assert sorted(p.name for p in out.iterdir()) == ["assignment.npy", "plan.json", "rank_0",
+                                                     "rank_1"]
+    assert plan.meta["plan_id"] != json.loads(before[Path("plan.json")])["plan_id"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]   # no temporaries
+
+
+@pytest.mark.parametrize("form", ["make", "shp"])
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]], ids=["", "overwrite"])
+@pytest.mark.parametrize("kind,needle", [("run", "holds a run directory (config.yml)"),
+                                         ("other", "folder is not empty ('notes.txt')"),
+                                         ("plan+other", "folder is not empty ('notes.txt')")])
+def test_a_folder_that_is_not_a_plan_is_never_written(form, overwrite, kind, needle, tmp_path,
+                                                      capsys):
+    """A run directory, or a folder with other files (even beside a plan), is refused with or
+    without --overwrite, before any data is read, and stays as it was: no plan file mixed in."""
+    out = tmp_path / "folder"
+    out.mkdir()
+    if kind == "run":
+        (out / "config.yml").write_text("network: {dim: 8}\n")
+        (out / "metrics.jsonl").write_text('{"epoch": 1}\n')
+    else:
+        (out / "notes.txt").write_text("mine\n")
+    if kind == "plan+other":
+        assert cli_main(_make(tmp_path / "p")) == 0
+        for p in (tmp_path / "p").iterdir():
+            p.rename(out / p.name)
+        (tmp_path / "p").rmdir()
+    capsys.readouterr()
+    before = _files(out)
+    argv = (_make if form == "make" else _shp)(out, *overwrite)
+    argv[argv.index(DATA)] = str(tmp_path / "no-such-data")  # refused before the data is read
+    assert cli_main(argv) == 2
+    _refused(capsys, str(out), needle, "choose another folder")
+    assert _files(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
+
+
+def test_an_empty_folder_or_a_new_path_is_written(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    for out in (tmp_path / "empty", tmp_path / "new" / "plan"):
+        assert cli_main(_make(out)) == 0
+        assert PartitionPlan.load(out, world_size=2).parts == 2
+    (tmp_path / "file").write_text("x")
+    capsys.readouterr()
+    assert cli_main(_make(tmp_path / "file", "--overwrite")) == 2
+    _refused(capsys, "exists and is not a folder")
+    assert (tmp_path / "file").read_text() == "x"

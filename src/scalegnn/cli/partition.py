@@ -15,9 +15,12 @@ same way (:func:`parts_type`: integers, no empty item, at least 1, or 2 for ``sh
 graph's nodes) and its other settings before reading any data. Their JSON is valid JSON: a ratio
 over a zero volume (an edgeless graph) is ``null``, never ``NaN``.
 
-A plan is written into a temporary sibling of ``--out`` that replaces it once complete
-(:func:`plan_folder`), so a failed write (a full disk) leaves no torn plan and an old plan in
-``--out`` as it was; a folder holding other files is written in place, as before.
+``--out PLAN`` follows the rules of ``train --out`` (:func:`check_plan_out`, before any data is
+read): a new or empty folder is written; a folder holding a plan is replaced only with
+``--overwrite``; a folder holding anything else (a run directory, other files) is refused even
+with ``--overwrite``, so plan files are never mixed into it. A plan is written into a temporary
+sibling of ``--out`` that replaces it once complete (:func:`plan_folder`), so a failed write (a
+full disk) leaves no torn plan and an old plan in ``--out`` as it was.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 from pathlib import Path
 
 from scalegnn.config.checks import check_range
@@ -36,6 +40,7 @@ from scalegnn.dist.dataload import load
 from scalegnn.dist.hypergraph import PRESETS
 from scalegnn.dist.partition import GP_OBJECTIVES, WEIGHTS, canonical, partition_dataset, write_plan
 from scalegnn.dist.shp import compare_shp, hoeffding_nets, parse_budget, plot_shp
+from scalegnn.engine.rundir import RUN_FILES
 from scalegnn.errors import ConfigError
 from scalegnn.io import atomic_folder
 from scalegnn.sampling import SAMPLERS
@@ -44,6 +49,9 @@ SUBCOMMANDS = ("make", "compare", "shp")
 MAX_BATCHES = 10**5     # --min-batches, --eval-batches: minibatches drawn (and held) at most
 MAX_SHP_NETS = 10**7    # sampled nodes SHP may need by the Hoeffding bound (held in memory)
 PLAN_ENTRIES = ("plan.json", "assignment.npy")
+RANK_FOLDER = re.compile(r"rank_\d+")
+OVERWRITE_HELP = "replace the plan already in --out (default: refuse); a folder holding " \
+                 "anything else is never written"
 
 
 def add_parser(sub):
@@ -65,7 +73,9 @@ def add_parser(sub):
     make.add_argument("--method", default="gp",
                       help="hp (hypergraph, Mt-KaHyPar: minimal volume), gp (METIS graph model; "
                            "alias metis) or rp (random rows; alias random)")
-    make.add_argument("--out", help="plan folder to write")
+    make.add_argument("--out", help="plan folder to write (new or empty, or a plan with "
+                                    "--overwrite)")
+    make.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     make.add_argument("--report", action="store_true",
                       help="print the exact volume / messages / imbalance / time of the "
                            "partition")
@@ -113,6 +123,7 @@ def add_parser(sub):
     shp.add_argument("--out", metavar="PLAN",
                      help="write the SHP partition as a plan folder for dist-train "
                           "(distributed.mode: partition); needs a single --parts")
+    shp.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     shp.add_argument("--json", metavar="FILE", help="JSON table to write")
     shp.add_argument("--plot", help="PNG plot to write")
     _partitioner(shp, hp_only=True)
@@ -223,11 +234,13 @@ def run(args) -> int:
     parts = args.parts[0]
     if not args.out and not args.report:
         raise ConfigError("partition: --out PLAN is required (or --report to only measure)")
+    if args.out:
+        check_plan_out(args.out, args.overwrite)
     ds = _dataset(args)
     row, a = report_row(ds.graph, args.method, parts, seed=args.seed, **_kw(args))
     out = {"method": row["method"], "parts": parts}
     if args.out:
-        with plan_folder(args.out) as folder:
+        with plan_folder(args.out, args.overwrite) as folder:
             plan = partition_dataset(ds, parts, folder, method=args.method, seed=args.seed,
                                      weights=args.weights, preset=args.preset,
                                      gp_objective=args.gp_objective, assignment=a)
@@ -266,6 +279,8 @@ def run_shp(args) -> int:
             raise ConfigError(f"--parts {k}: the Hoeffding bound (--theta {args.theta:g}, "
                               f"--delta {args.delta:g}) asks for {need:.3g} sampled nodes, more "
                               f"than {MAX_SHP_NETS:,}; raise --theta or --delta")
+    if args.out:
+        check_plan_out(args.out, args.overwrite)
     ds = _dataset(args)
     plans = {}
 
@@ -274,7 +289,8 @@ def run_shp(args) -> int:
             plans[k] = write_plan(ds, assignment, folder, seed=args.seed,
                                   method=f"shp/{args.sampler}/{args.preset}")
 
-    with plan_folder(args.out) if args.out else contextlib.nullcontext() as folder:
+    with plan_folder(args.out, args.overwrite) if args.out else contextlib.nullcontext() \
+            as folder:
         res = compare_shp(ds, parts, sampler=args.sampler, budget=budget,
                           theta=args.theta, delta=args.delta, eval_batches=args.eval_batches,
                           seed=args.seed, imbalance=args.imbalance, preset=args.preset,
@@ -318,16 +334,40 @@ def _save(res: dict, json_path, plot_path, plot_fn) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def plan_folder(out):
-    """The folder to write the plan ``--out`` into: a temporary sibling that replaces ``out``
-    when the plan is complete (``out`` new, or holding only a plan), else ``out`` itself."""
+def check_plan_out(out, overwrite: bool) -> None:
+    """``--out PLAN`` may be written (the rules of ``train --out``): new, an empty folder, or a
+    folder holding only a plan (``plan.json``, ``assignment.npy``, ``rank_<i>/``) when
+    ``overwrite``. A run directory or a folder with other files is refused even with
+    ``overwrite``: plan files are never mixed into it, and replacing it would delete them."""
     out = Path(out)
-    if out.is_dir() and any(p.name not in PLAN_ENTRIES and not p.name.startswith("rank_")
-                            for p in out.iterdir()):
-        yield out  # other files live there: written in place (plan.json last)
+    if not out.exists():
         return
-    if out.exists() and not out.is_dir():
+    if not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder")
+    entries = sorted(p.name for p in out.iterdir())
+    if not entries:
+        return
+    run = [name for name in RUN_FILES if name in entries]
+    if run:
+        raise ConfigError(f"--out {out}: holds a run directory ({run[0]}), not a plan; a plan "
+                          f"is written only to a new or empty folder, or over a plan with "
+                          f"--overwrite; choose another folder")
+    other = [name for name in entries if name not in PLAN_ENTRIES
+             and not (RANK_FOLDER.fullmatch(name) and (out / name).is_dir())]
+    if other:
+        more = f" and {len(other) - 1} more" if len(other) > 1 else ""
+        raise ConfigError(f"--out {out}: folder is not empty ({other[0][:60]!r}{more}) and holds "
+                          f"no plan; a plan is written only to a new or empty folder, or over a "
+                          f"plan with --overwrite; choose another folder")
+    if not overwrite:
+        raise ConfigError(f"--out {out}: already holds a plan; pass --overwrite to replace it, "
+                          f"or choose a new folder")
+
+
+@contextlib.contextmanager
+def plan_folder(out, overwrite: bool = False):
+    """A temporary sibling of ``out`` to write the plan into; it replaces ``out`` once the plan
+    is complete. ``out`` is checked again (:func:`check_plan_out`) right before."""
+    check_plan_out(out, overwrite)
     with atomic_folder(out, overwrite=True) as tmp:
         yield tmp
