@@ -1,0 +1,146 @@
+"""numba kernels of the neighbour sampler (GraphSAGE fanout, PyG's ``NeighborLoader``).
+
+One hop expands a *frontier* (consecutive entries of the batch's node list): frontier node i
+draws ``min(deg, k)`` of its CSR row's entries without replacement (all of them for k < 0; k
+with replacement when ``replace``, none for a node without neighbours). The draws run in
+parallel over the frontier (``prange``); node i's draws come from its own counter-based stream
+(splitmix64 seeded from the hop's key and i), so the sample is the same at any thread count.
+The new nodes are then numbered in a sequential pass (the first time a node is seen it gets
+the next local id), which makes the node order, hence every later hop, deterministic.
+
+The slow reference is ``neighbour_reference`` in the tests.
+"""
+
+import numba as nb
+import numpy as np
+
+_JIT = {"nogil": True, "cache": True}
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_FLOYD_MAX = 32   # up to this k: Floyd's algorithm with a linear membership scan, O(k^2)
+
+
+@nb.njit(inline="always", **_JIT)
+def _mix(z):
+    """splitmix64 finalizer: a bijective scramble of a uint64."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@nb.njit(inline="always", **_JIT)
+def _below(state, n):
+    """(new state, uniform integer in [0, n)) from a splitmix64 stream."""
+    state = state + _GOLDEN
+    j = np.int64(np.float64(_mix(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0) * n)
+    return state, (j if j < n else n - 1)
+
+
+@nb.njit(**_JIT)
+def hop_key(batch_seed, hop):
+    """The key of one hop of one batch (``batch_seed`` from ``stream_seeds``)."""
+    return _mix(np.uint64(batch_seed) * _GOLDEN + np.uint64(hop + 1))
+
+
+@nb.njit(parallel=True, **_JIT)
+def fanout_counts(indptr, nodes, lo, hi, k, replace, counts):
+    """counts[i] = draws of frontier node nodes[lo + i] (see module docstring)."""
+    for i in nb.prange(hi - lo):
+        v = nodes[lo + i]
+        d = indptr[v + 1] - indptr[v]
+        if k < 0:
+            counts[i] = d
+        elif replace:
+            counts[i] = k if d > 0 else 0
+        else:
+            counts[i] = min(d, k)
+
+
+@nb.njit(**_JIT)
+def _floyd(state, a, d, c, out, o):
+    """c distinct positions of [a, a + d) into out[o:o + c], sorted (Floyd's algorithm)."""
+    for j in range(d - c, d):
+        state, t = _below(state, j + 1)
+        hit = False
+        for q in range(o, o + j - (d - c)):
+            if out[q] == a + t:
+                hit = True
+                break
+        out[o + j - (d - c)] = a + (j if hit else t)
+    for q in range(o + 1, o + c):   # insertion sort: c <= _FLOYD_MAX
+        x = out[q]
+        p = q - 1
+        while p >= o and out[p] > x:
+            out[p + 1] = out[p]
+            p -= 1
+        out[p + 1] = x
+    return state
+
+
+@nb.njit(parallel=True, **_JIT)
+def fanout_sample(indptr, nodes, lo, k, key, replace, offsets, out_pos):
+    """CSR positions of the draws of frontier node nodes[lo + i] into
+    out_pos[offsets[i]:offsets[i + 1]] (ascending, unless drawn with replacement)."""
+    for i in nb.prange(offsets.shape[0] - 1):
+        v = nodes[lo + i]
+        a = indptr[v]
+        d = indptr[v + 1] - a
+        o = offsets[i]
+        c = offsets[i + 1] - o
+        if c == 0:
+            continue
+        state = _mix(key + _mix(np.uint64(i) * _GOLDEN + np.uint64(1)))
+        if replace and k >= 0:
+            for t in range(c):
+                state, j = _below(state, d)
+                out_pos[o + t] = a + j
+        elif c == d:
+            for t in range(c):
+                out_pos[o + t] = a + t
+        elif c <= _FLOYD_MAX:
+            _floyd(state, a, d, c, out_pos, o)
+        else:   # partial Fisher-Yates over the row's offsets
+            perm = np.arange(d)
+            for t in range(c):
+                state, j = _below(state, d - t)
+                j += t
+                x = perm[t]
+                perm[t] = perm[j]
+                perm[j] = x
+            sel = np.sort(perm[:c])
+            for t in range(c):
+                out_pos[o + t] = a + sel[t]
+
+
+@nb.njit(**_JIT)
+def number_new(indices, lo, offsets, out_pos, mark, nodes, n, src, dst):
+    """Local ids of the drawn neighbours: a node met for the first time is appended to
+    nodes[n:] (mark[v] = its local id; -1 means unseen). Edge j of frontier node i runs from
+    src[j] (the neighbour) to dst[j] = lo + i. Returns the new node count."""
+    for i in range(offsets.shape[0] - 1):
+        for j in range(offsets[i], offsets[i + 1]):
+            u = indices[out_pos[j]]
+            m = mark[u]
+            if m < 0:
+                m = n
+                mark[u] = n
+                nodes[n] = u
+                n += 1
+            src[j] = m
+            dst[j] = lo + i
+    return n
+
+
+@nb.njit(**_JIT)
+def mark_seeds(seeds, mark, nodes):
+    """nodes[:len(seeds)] = seeds; mark[s] = the first slot of seed s."""
+    for t in range(seeds.shape[0]):
+        s = seeds[t]
+        nodes[t] = s
+        if mark[s] < 0:
+            mark[s] = t
+
+
+@nb.njit(**_JIT)
+def unmark(nodes, n, mark):
+    for t in range(n):
+        mark[nodes[t]] = -1
