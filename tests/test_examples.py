@@ -57,7 +57,7 @@ RUN_FILES = {"config.yml", "run.json", "metrics.jsonl", "best.pt", "last.pt", "s
 def test_every_example_is_tested_and_listed_in_the_readme():
     scripts = {p.name for p in EXAMPLES.glob("*.py")}
     tested = {"python_api.py", "dataset_in_python.py", "predict_embed.py", "shadow_link.py",
-              "distributed.py", "make_two_graphs.py"}
+              "distributed.py", "make_two_graphs.py", "pyg_neighbor_loader.py"}
     assert scripts == tested
     readme = (EXAMPLES / "README.md").read_text()
     for name in scripts:
@@ -182,3 +182,12 @@ def test_make_two_graphs(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "test is on b.npz (2,000 nodes" in done.stdout
     assert read_json(tmp_path / "run" / "summary.json")["test"]["accuracy"] > 0.7
+
+
+def test_pyg_neighbor_loader(tmp_path):
+    pytest.importorskip("torch_geometric")
+    out = run_example("pyg_neighbor_loader.py", tmp_path, "--epochs", 3, out=False)
+    assert [int(e) for e in re.findall(r"^epoch (\d+): loss", out, re.M)] == [1, 2, 3]
+    assert number(r"test accuracy = ([0-9.]+)", out) > 0.9     # 8 classes: chance is 0.125
+    assert "same seed, same first batch: True" in out
+

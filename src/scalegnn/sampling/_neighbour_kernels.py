@@ -41,18 +41,22 @@ def hop_key(batch_seed, hop):
     return _mix(np.uint64(batch_seed) * _GOLDEN + np.uint64(hop + 1))
 
 
-@nb.njit(parallel=True, **_JIT)
-def fanout_counts(indptr, nodes, lo, hi, k, replace, counts):
-    """counts[i] = draws of frontier node nodes[lo + i] (see module docstring)."""
-    for i in nb.prange(hi - lo):
+@nb.njit(**_JIT)
+def fanout_offsets(indptr, nodes, lo, hi, k, replace, offsets):
+    """offsets[i + 1] - offsets[i] = draws of frontier node nodes[lo + i] (see the module
+    docstring); offsets[0] = 0. Returns the total."""
+    offsets[0] = 0
+    for i in range(hi - lo):
         v = nodes[lo + i]
         d = indptr[v + 1] - indptr[v]
         if k < 0:
-            counts[i] = d
+            c = d
         elif replace:
-            counts[i] = k if d > 0 else 0
+            c = k if d > 0 else 0
         else:
-            counts[i] = min(d, k)
+            c = min(d, k)
+        offsets[i + 1] = offsets[i] + c
+    return offsets[hi - lo]
 
 
 @nb.njit(**_JIT)
@@ -76,8 +80,7 @@ def _floyd(state, a, d, c, out, o):
     return state
 
 
-@nb.njit(parallel=True, **_JIT)
-def fanout_sample(indptr, nodes, lo, k, key, replace, offsets, out_pos):
+def _fanout_sample(indptr, nodes, lo, k, key, replace, offsets, out_pos):
     """CSR positions of the draws of frontier node nodes[lo + i] into
     out_pos[offsets[i]:offsets[i + 1]] (ascending, unless drawn with replacement)."""
     for i in nb.prange(offsets.shape[0] - 1):
@@ -109,6 +112,10 @@ def fanout_sample(indptr, nodes, lo, k, key, replace, offsets, out_pos):
             sel = np.sort(perm[:c])
             for t in range(c):
                 out_pos[o + t] = a + sel[t]
+
+
+fanout_sample = nb.njit(parallel=True, **_JIT)(_fanout_sample)
+fanout_sample_serial = nb.njit(**_JIT)(_fanout_sample)   # small hops: no thread launch
 
 
 @nb.njit(**_JIT)

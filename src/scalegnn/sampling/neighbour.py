@@ -23,7 +23,8 @@ import numpy as np
 
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
-from scalegnn.sampling._neighbour_kernels import (fanout_counts, fanout_sample, hop_key, mark_seeds,
+from scalegnn.sampling._neighbour_kernels import (fanout_offsets, fanout_sample,
+                                                  fanout_sample_serial, hop_key, mark_seeds,
                                                   number_new, unmark)
 from scalegnn.sampling.sampler_base import check_int, stream_seeds
 
@@ -76,6 +77,10 @@ class NeighbourSampler:
         self._mark = np.full(graph.num_nodes, -1, dtype=dt)  # local id of a node, -1: unseen
         self._lock = threading.Lock()
 
+    MIN_PARALLEL = 20_000
+    """Draws below which a hop runs on one thread: a parallel launch costs more than it saves
+    (and much more on a loaded machine). The sample does not depend on it."""
+
     def __repr__(self):
         return f"NeighbourSampler(num_neighbors={self.fanouts}, replace={self.replace})"
 
@@ -104,14 +109,13 @@ class NeighbourSampler:
                 srcs, dsts, poss = [], [], []
                 try:
                     for hop, k in enumerate(self.fanouts):
-                        counts = np.empty(hi - lo, dtype=np.int64)
-                        fanout_counts(indptr, nodes, lo, hi, k, self.replace, counts)
-                        offsets = np.zeros(hi - lo + 1, dtype=np.int64)
-                        np.cumsum(counts, out=offsets[1:])
-                        m = int(offsets[-1])
+                        offsets = np.empty(hi - lo + 1, dtype=np.int64)
+                        m = fanout_offsets(indptr, nodes, lo, hi, k, self.replace, offsets)
                         pos = np.empty(m, dtype=np.int64)
                         key = np.uint64(hop_key(batch_seed, hop))
-                        fanout_sample(indptr, nodes, lo, k, key, self.replace, offsets, pos)
+                        run = fanout_sample if threads > 1 and m >= self.MIN_PARALLEL \
+                            else fanout_sample_serial
+                        run(indptr, nodes, lo, k, key, self.replace, offsets, pos)
                         if nodes.shape[0] < count + m:
                             nodes = np.concatenate([nodes[:count],
                                                     np.empty(m, dtype=np.int64)])
