@@ -1,0 +1,77 @@
+"""Nothing a user types crashes, hangs or corrupts: every command of the CLI (each leaf of the
+argparse tree: train, predict, embed, report, data info/convert/synth, partition
+make/compare/shp, dist-train up to its launch, bench ...) with generated flags, YAML configs and
+damaged files (truncated, bit-flipped or structurally edited .npy, .npz, JSON, CSV, YAML, .pt
+checkpoints, metrics.jsonl) exits 0 or 2, prints at most one error line and no traceback, keeps
+stderr to the CLI's documented lines, leaves no temporary and changes nothing but its outputs
+(``cli_fuzz_runner.problems``), within an address-space limit and a time limit per case.
+
+Command lines the parser refuses run in this process through ``scalegnn.cli.main``; the others
+in a child forked per case (``cli_fuzz_runner.Zygote``). A fixed set of examples here
+(derandomized); ``python benchmarks/fuzz_cli.py --cases 10000`` runs the long fuzz, and
+``SCALEGNN_FUZZ_EXAMPLES=N`` fuzzes N fresh random examples here. Every case the long fuzz found
+is in :data:`REGRESSIONS`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from cli_fuzz_cases import Case, cases
+from cli_fuzz_files import FileSpec, build_fixtures
+from cli_fuzz_runner import Zygote, problems, run_case, snapshot
+
+MEM_BYTES = 4 << 30     # address space per case
+TIMEOUT_S = 60.0        # per case; the cases below take 0.1-3 s
+DEEP = int(os.environ.get("SCALEGNN_FUZZ_EXAMPLES", "0"))
+EXAMPLES = DEEP or 100
+FUZZ = settings(max_examples=EXAMPLES, derandomize=not DEEP, deadline=None, database=None,
+                suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(scope="module")
+def fuzz(tmp_path_factory):
+    """(root, fixtures, zygote); the fixtures are checked untouched at the end."""
+    root = tmp_path_factory.mktemp("fuzz")
+    zygote = Zygote(MEM_BYTES, {"MPLCONFIGDIR": str(root / "mpl")}).start()
+
+    def run_cli(argv, cwd):
+        o = zygote.run(argv, cwd, 300)
+        assert o.rc == 0, (argv, o.stderr)
+
+    fixtures = build_fixtures(root / "fixtures", run_cli)
+    before = snapshot(fixtures)
+    yield root, fixtures, zygote
+    zygote.close()
+    assert snapshot(fixtures) == before, "a case changed the fixtures"
+
+
+def check(case: Case, fuzz) -> None:
+    o = run_case(case, *fuzz[:2], fuzz[2], TIMEOUT_S)
+    bad = problems(o, case.outputs)
+    assert not bad, f"{bad}\n{case.describe()}\nexit {o.rc}; stderr:\n{o.stderr[-2000:]}"
+
+
+@FUZZ
+@given(case=cases())
+def test_every_command_exits_0_or_2_with_one_line(fuzz, case):
+    check(case, fuzz)
+
+
+# ----------------------------------------------------------------------------- found by the fuzz
+def _fixture(alias: str, name: str, *ops) -> FileSpec:
+    return FileSpec(alias, ("fixture", name), list(ops))
+
+
+GS = _fixture("gs", "gs")
+REGRESSIONS = {
+}
+
+
+@pytest.mark.parametrize("name", list(REGRESSIONS))
+def test_found_by_the_fuzz(name, fuzz):
+    case = REGRESSIONS[name]
+    check(Case(case.argv, [GS, *case.files], ["cache", *case.outputs]), fuzz)
