@@ -68,6 +68,10 @@ def _fixture(alias: str, name: str, *ops) -> FileSpec:
 
 GS = _fixture("gs", "gs")
 REGRESSIONS = {
+    # a command family alone printed its help and exited 2 without an error line
+    "data alone": Case(["data"]),
+    "bench alone": Case(["bench"]),
+    "partition alone": Case(["partition"]),
 }
 
 

@@ -17,7 +17,7 @@ import sys
 
 from scalegnn import __version__
 from scalegnn.cli import bench, data, dist, partition, predict, train
-from scalegnn.cli.parser import Parser
+from scalegnn.cli.parser import Parser, no_subcommand
 from scalegnn.config.flags import name_flags
 from scalegnn.errors import ScaleGNNError
 from scalegnn.threads import keep_freed_memory
@@ -44,8 +44,7 @@ def main(argv=None) -> int:
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
+            return no_subcommand(parser)
     except BrokenPipeError:  # `scalegnn --help | head`
         _silence_stdout()
         return 141

@@ -6,6 +6,8 @@ Each benchmark is a module ``scalegnn.bench.<name>`` exposing ``add_arguments(pa
 
 import importlib
 
+from scalegnn.cli.parser import no_subcommand
+
 BENCHMARKS = {
     "sample": "samplers: subgraphs/s per sampler and thread count, normalization pre-sampling time",
     "spmm": "SpMM kernels vs torch.sparse.mm and the machine's memory bandwidth",
@@ -25,4 +27,4 @@ def add_parser(sub):
         bp = bsub.add_parser(name, help=help_)
         mod.add_arguments(bp)
         bp.set_defaults(func=mod.run)
-    p.set_defaults(func=lambda args: p.print_help() or 2)
+    p.set_defaults(func=lambda args: no_subcommand(p))

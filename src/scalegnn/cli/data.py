@@ -17,6 +17,7 @@ import json
 import sys
 
 from scalegnn import memory
+from scalegnn.cli.parser import no_subcommand
 from scalegnn.config import Config
 from scalegnn.config.flags import FRACTION, SEED, SPLIT, WIDTH, count, real
 from scalegnn.data import load_dataset
@@ -172,7 +173,7 @@ def _convert(args) -> int:
 def add_parser(sub):
     p = sub.add_parser("data", help="inspect, generate and convert datasets")
     dsub = p.add_subparsers(dest="data_command")
-    p.set_defaults(func=lambda args: p.print_help() or 2)
+    p.set_defaults(func=lambda args: no_subcommand(p))
 
     info = dsub.add_parser("info", help="print dataset statistics")
     info.add_argument("spec", help="path or generator spec (synthetic, planted:..., "

@@ -31,6 +31,7 @@ import math
 import re
 from pathlib import Path
 
+from scalegnn.cli.parser import no_subcommand
 from scalegnn.config.checks import check_range
 from scalegnn.config.flags import SEED, THREADS, IntList, count, real
 from scalegnn.config.schema import INT32_MAX, PHASE, Range
@@ -128,7 +129,7 @@ def add_parser(sub):
     shp.add_argument("--plot", help="PNG plot to write")
     _partitioner(shp, hp_only=True)
     shp.set_defaults(func=run_shp)
-    p.set_defaults(func=lambda args: _no_form(p))
+    p.set_defaults(func=lambda args: no_subcommand(p))
 
 
 def with_default_subcommand(argv: list[str]) -> list[str]:
@@ -142,11 +143,6 @@ def with_default_subcommand(argv: list[str]) -> list[str]:
         if not a.startswith("-"):
             break  # another command
     return argv
-
-
-def _no_form(parser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _data(p):
