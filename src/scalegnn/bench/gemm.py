@@ -14,6 +14,9 @@ replayed shape, so a replay allocates only the products' outputs, as the step it
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 
 import numpy as np
@@ -25,9 +28,11 @@ GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm")
 def record_gemms(step):
     """Run ``step()`` once under torch.profiler: ``(calls, inside_s, prof)`` with ``calls`` the
     ``(op, [input shapes])`` of every dense product in call order, ``inside_s`` the seconds
-    they took inside the step (profiler overhead included) and ``prof`` the profile."""
+    they took inside the step (profiler overhead included) and ``prof`` the profile. Kineto
+    writes a ``profiler_start`` / ``profiler_stop`` line to the process's stderr whatever its
+    log level: those are dropped (:func:`quiet_stderr`), the command's stderr stays its own."""
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    with quiet_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         step()
     calls, inside = [], 0.0
     for ev in prof.events():
@@ -35,6 +40,23 @@ def record_gemms(step):
             calls.append((ev.name, [tuple(s) for s in ev.input_shapes if s]))
             inside += ev.cpu_time_total * 1e-6
     return calls, inside, prof
+
+
+@contextlib.contextmanager
+def quiet_stderr():
+    """File descriptor 2 points at /dev/null inside (what C++ libraries print there is
+    dropped); Python's exceptions still propagate, and are printed after."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def profile_top(prof, k: int = 8) -> list:
