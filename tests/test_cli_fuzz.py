@@ -76,6 +76,9 @@ REGRESSIONS = {
     "bench step": Case(["bench", "step", "--dataset", "kronecker:6:4", "--size-subgraph", "40",
                         "--size-frontier", "10", "--hidden", "16", "--repeat", "1",
                         "--threads", "1"]),
+    # an unknown config key listed all 27 allowed keys: a 441-character error line
+    "unknown key": Case(["train", "--data", "gs", "--epochs", "1", "--set", "params.l" + "r" * 60
+                         + "=1"]),
 }
 
 

@@ -11,6 +11,7 @@ schema) are checked with the owners' functions and sets.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 
@@ -76,12 +77,29 @@ def coerce(name, value, like):
 
 
 def key_of(section: Section, name, where: str | None = None) -> Key:
-    """``section``'s key ``name``; else ConfigError ``<where>.<name>: unknown key`` listing
-    the allowed ones (``where``: the section's name unless given, e.g. ``phase[1]``)."""
+    """``section``'s key ``name``; else ConfigError ``<where>.<name>: unknown key`` with the
+    closest key and the allowed ones, elided to keep the line short (``where``: the section's
+    name unless given, e.g. ``phase[1]``)."""
     if name not in section.names:
-        raise ConfigError(f"{where or section.name}.{name}: unknown key; allowed: "
-                          f"{sorted(section.names)}")
+        text = name if isinstance(name, str) and name.isprintable() else repr(name)
+        text = text if len(text) <= 40 else f"{text[:37]}..."
+        close = difflib.get_close_matches(str(name), section.names, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConfigError(f"{where or section.name}.{text}: unknown key{hint}; allowed: "
+                          f"{elided(sorted(section.names))}")
     return section[name]
+
+
+def elided(names, limit: int = 150) -> str:
+    """``names`` comma-joined, cut after about ``limit`` characters with a count of the rest."""
+    names = [str(n) for n in names]
+    shown, used = [], 0
+    for name in names:
+        if shown and used + len(name) > limit:
+            return f"{', '.join(shown)}, ... ({len(names) - len(shown)} more)"
+        shown.append(name)
+        used += len(name) + 2
+    return ", ".join(shown)
 
 
 def check_known(section: Section, values: dict) -> None:
