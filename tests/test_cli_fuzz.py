@@ -79,6 +79,11 @@ REGRESSIONS = {
     # an unknown config key listed all 27 allowed keys: a 441-character error line
     "unknown key": Case(["train", "--data", "gs", "--epochs", "1", "--set", "params.l" + "r" * 60
                          + "=1"]),
+    # bench scale checked its model flags in the measuring child: its traceback, exit 1
+    "bench scale --arch=": Case(["bench", "scale", "--scales", "6", "--iterations", "1",
+                                 "--warmup", "0", "--arch="]),
+    "bench scale frontier": Case(["bench", "scale", "--scales", "6", "--iterations", "1",
+                                  "--size-subgraph", "10", "--size-frontier", "100"]),
 }
 
 

@@ -124,6 +124,8 @@ def _check(args) -> tuple[list[int], set[int]]:
                         ("--size-frontier", args.size_frontier, 1)):
         if v < lo:
             raise ConfigError(f"{flag}: must be >= {lo}, got {v}")
+    _config(vars(args)).validate_for_mode("graphsaint")  # --hidden, --arch, --size-*: here,
+    # in one line, not in the measuring child
     if args.eval_scales is not None:
         evals = set(_int_list(args.eval_scales, "--eval-scales"))
     else:
