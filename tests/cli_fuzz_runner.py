@@ -47,7 +47,7 @@ MAX_ERROR_CHARS = 300
 ROOT_ENTRIES = {"fixtures", "mpl"}   # what the fuzz root holds between cases
 TEMPORARY = re.compile(r"^\..+\.(tmp|old)$")
 OOM = re.compile(r"MemoryError|Cannot allocate memory|can't allocate|Unable to allocate|"
-                 r"bad_alloc|out of memory", re.IGNORECASE)
+                 r"bad_alloc|out of memory|Thread creation failed", re.IGNORECASE)
 
 
 @dataclass
@@ -118,7 +118,9 @@ class Zygote:
     """The helper process that forks one child per case (see the module docstring)."""
 
     def __init__(self, mem_bytes: int, env: dict | None = None):
-        self.mem_bytes, self.env = mem_bytes, env or {}
+        # glibc reserves 64 MiB of address space per thread's malloc arena: without a cap,
+        # --threads 60 alone would pass the limit (it measures data, not reservations)
+        self.mem_bytes, self.env = mem_bytes, {"MALLOC_ARENA_MAX": "2", **(env or {})}
         self.proc = None
 
     def start(self):

@@ -48,14 +48,13 @@ import copy
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from scalegnn.bench.child import run_child
 from scalegnn.bench.gemm import GemmReplay, GemmTemplate, record_gemms
 from scalegnn.config import Config
 from scalegnn.config.flags import MAX_THREADS, SEED, WIDTH, count, name_flags
@@ -131,6 +130,8 @@ def prepare_data(args):
                                    split=(0.66, 0.12, 0.22))
             save_graphsaint(ds, folder)
         ds = load_dataset(str(folder))
+        if tmp is not None and ds.has_train_graph:
+            ds.train_graph  # noqa: B018 (read adj_train.npz now: the folder goes below)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -217,16 +218,15 @@ def _skip_presampled(loader):
 
 def _run_child(args, policy: str) -> int:
     """Re-run this benchmark in a fresh interpreter with OMP_WAIT_POLICY=policy, relaying its
-    JSON lines (stderr passes through)."""
-    payload = json.dumps({k: v for k, v in vars(args).items() if not callable(v)})
-    code = ("import argparse, json, sys; from scalegnn.bench.epoch import run; "
-            "sys.exit(run(argparse.Namespace(**json.loads(sys.argv[1]))))")
+    JSON lines (stderr passes through; a mistake it finds is raised here, one line)."""
+    payload = {k: v for k, v in vars(args).items() if not callable(v)}
+    code = ("import argparse, json, sys; from scalegnn.bench.child import child_main; "
+            "from scalegnn.bench.epoch import run; "
+            "sys.exit(child_main(run, argparse.Namespace(**json.loads(sys.argv[1]))))")
     env = dict(os.environ, OMP_WAIT_POLICY=policy)
-    with subprocess.Popen([sys.executable, "-c", code, payload], env=env,
-                          stdout=subprocess.PIPE, text=True) as proc:
-        for line in proc.stdout:
-            print(line.rstrip("\n"), flush=True)
-    return proc.returncode
+    rc, _ = run_child(code, payload, env, on_line=lambda line: print(line.rstrip("\n"),
+                                                                       flush=True))
+    return rc
 
 
 def run(args) -> int:

@@ -50,7 +50,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -58,6 +57,7 @@ import time
 from pathlib import Path
 
 import scalegnn.sampling  # noqa: F401  (numba kernels: part of the process floor, not the data)
+from scalegnn.bench.child import run_child
 from scalegnn.config import Config
 from scalegnn.config.flags import MAX_THREADS, SEED, WIDTH, count, name_flags
 from scalegnn.config.schema import INT32_MAX
@@ -138,25 +138,20 @@ def folder_name(args, scale: int) -> str:
             f"-s{args.seed}")
 
 
-def _python(code: str, payload: dict, env=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", code, json.dumps(payload)], env=env,
-                            stdout=subprocess.PIPE, text=True)
-
-
 def _generate(args, scale: int, folder: Path) -> float:
     """Write the scale's folder in a subprocess (seconds); nothing when it exists."""
     if folder.exists():
         return 0.0
-    code = ("import json, sys; from scalegnn.data.synthetic import kronecker_dataset; "
+    code = ("import json, sys; from scalegnn.bench.child import child_main; "
+            "from scalegnn.data.synthetic import kronecker_dataset; "
             "a = json.loads(sys.argv[1]); "
-            "kronecker_dataset(a['scale'], a['ef'], features=a['features'], "
-            "classes=a['classes'], seed=a['seed'], out=a['out'])")
+            "sys.exit(child_main(lambda: kronecker_dataset(a['scale'], a['ef'], "
+            "features=a['features'], classes=a['classes'], seed=a['seed'], out=a['out'])))")
     t0 = time.perf_counter()
-    proc = _python(code, {"scale": scale, "ef": args.edge_factor, "features": args.features,
-                          "classes": args.classes, "seed": args.seed, "out": str(folder)})
-    proc.communicate()
-    if proc.returncode != 0:
-        raise ConfigError(f"--scales: generating {folder} failed (exit {proc.returncode})")
+    rc, _ = run_child(code, {"scale": scale, "ef": args.edge_factor, "features": args.features,
+                             "classes": args.classes, "seed": args.seed, "out": str(folder)})
+    if rc != 0:
+        raise ConfigError(f"--scales: generating {folder} failed (exit {rc})")
     return time.perf_counter() - t0
 
 
@@ -175,16 +170,17 @@ def run(args) -> int:
             gen_s = _generate(args, s, folder)
             payload = {k: v for k, v in vars(args).items() if not callable(v)}
             payload.update(scale=s, folder=str(folder), do_eval=s in evals, generate_s=gen_s)
-            code = ("import json, sys; from scalegnn.bench.scale import measure; "
-                    "print(json.dumps(measure(json.loads(sys.argv[1]))), flush=True)")
+            code = ("import json, sys; from scalegnn.bench.child import child_main; "
+                    "from scalegnn.bench.scale import measure; "
+                    "sys.exit(child_main(lambda: print(json.dumps(measure(json.loads("
+                    "sys.argv[1]))), flush=True)))")
             env = dict(os.environ, OMP_WAIT_POLICY="passive")
-            proc = _python(code, payload, env)
-            out, _ = proc.communicate()
+            rc, out = run_child(code, payload, env)
             lines = [ln for ln in out.splitlines() if ln.startswith("{")]
             # the child prints its training record before evaluating: keep it if eval dies
             rec = json.loads(lines[-1]) if lines else {"bench": "scale", "scale": s}
-            if proc.returncode != 0:
-                rec.update(error=f"exit {proc.returncode}" + (" during eval" if lines else ""),
+            if rc != 0:
+                rec.update(error=f"exit {rc}" + (" during eval" if lines else ""),
                            load_avg_end=list(os.getloadavg()))
             records.append(rec)
             print(json.dumps(rec), flush=True)
