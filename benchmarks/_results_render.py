@@ -6,6 +6,9 @@ which command produced it, when, and under what load. Deterministic: no clock, n
 
 from __future__ import annotations
 
+import sys
+
+import _results_modes as modes
 import _results_tables as tables
 import _results_text as text
 
@@ -251,6 +254,10 @@ def shp(sec: dict, all_sections: dict) -> str:
     return tables.shp(sec, notes(sec, sec["records"]))
 
 
+def dist_modes(sec: dict, all_sections: dict) -> str:
+    return modes.render(sec, all_sections, sys.modules[__name__], notes(sec, sec["records"]))
+
+
 def generic(records: list[dict]) -> str:
     """Records of a kind this page has no table for: one row each, every plain field."""
     if not records:
@@ -263,7 +270,7 @@ def generic(records: list[dict]) -> str:
 
 RENDER = {"accuracy": accuracy, "shadow": shadow, "link": link, "sparse": sparse,
           "speed": speed, "loaders": loaders, "distributed": distributed,
-          "partition": partition, "shp": shp}
+          "partition": partition, "shp": shp, "modes": dist_modes}
 
 
 def page(sections: dict) -> str:

@@ -27,6 +27,7 @@ TITLES = {
     "distributed": "Distributed training under a shaped link",
     "partition": "Partition quality",
     "shp": "Stochastic hypergraph (SHP) for minibatch training",
+    "modes": "Distributed training modes under a shaped link",
 }
 
 ACC_INTRO = ("Test metric, mean over the seeds; transductive setting, shipped configs "

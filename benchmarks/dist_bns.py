@@ -14,14 +14,10 @@ summary line per dataset:
   overlapped share of the forward exchanges (local compute / (local compute + blocked))
 
 Shaped network (``--shape 1gbit``): on Linux as root, the script re-runs itself inside a private
-network namespace (``unshare -n``) whose loopback is rate-limited by a token bucket::
-
-    tc qdisc add dev lo root tbf rate 1gbit burst 1mb latency 50ms
-
-(the burst must exceed the loopback MTU, 64 KiB, or packets are dropped), so every rank on
-127.0.0.1 talks over a 1 Gbit/s link; a short TCP transfer checks the rate first (``kind:
-link``). Where namespaces or ``tc`` are not permitted it prints ``kind: skip`` and exits 0.
-``tc`` is in Debian's ``iproute2``, ``unshare`` in ``util-linux``.
+network namespace whose loopback is rate-limited by ``tc ... tbf`` (``benchmarks/_shaped.py``),
+so every rank on 127.0.0.1 talks over a 1 Gbit/s link; a short TCP transfer checks the rate
+first (``kind: link``). Where namespaces or ``tc`` are not permitted it prints ``kind: skip``
+and exits 0.
 
 Usage::
 
@@ -57,72 +53,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-SHAPED_ENV = "SCALEGNN_BENCH_SHAPED"
-
-
-def shape_command(rate: str, burst: str, latency: str = "50ms") -> str:
-    return (f"ip link set lo up && tc qdisc add dev lo root tbf rate {rate} burst {burst} "
-            f"latency {latency}")
-
-
-def run_shaped(rate: str, burst: str, latency: str, argv: list[str]) -> int:
-    """Re-run this script with ``argv`` inside ``unshare -n`` with a ``rate``-limited loopback;
-    print a ``skip`` line and return 0 where that is not permitted."""
-    def skip(why):
-        print(json.dumps({"kind": "skip", "shape": rate, "reason": why}), flush=True)
-        return 0
-    if not sys.platform.startswith("linux"):
-        return skip("network namespaces need Linux")
-    missing = [t for t in ("unshare", "ip", "tc") if shutil.which(t) is None]
-    if missing:
-        return skip(f"missing {', '.join(missing)} (apt-get install iproute2 util-linux)")
-    probe = subprocess.run(["unshare", "-n", "sh", "-c", shape_command(rate, burst, latency)],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        why = (probe.stderr.strip().splitlines() or ["failed"])[-1]
-        return skip(f"unshare -n / tc not permitted here (root needed): {why[:200]}")
-    env = {**os.environ, SHAPED_ENV: rate, "GLOO_SOCKET_IFNAME": "lo"}
-    cmd = ["unshare", "-n", "sh", "-c", shape_command(rate, burst, latency) + ' && exec "$@"', "sh",
-           sys.executable, os.path.abspath(__file__), *argv]
-    return subprocess.call(cmd, env=env)
-
-
-def measure_link(megabytes: int = 32) -> float:
-    """Gbit/s of one TCP stream over 127.0.0.1 (checks the shaping took effect)."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(1)
-    got = [0]
-
-    def sink():
-        conn, _ = srv.accept()
-        while True:
-            b = conn.recv(1 << 20)
-            if not b:
-                break
-            got[0] += len(b)
-        conn.close()
-    t = threading.Thread(target=sink)
-    t.start()
-    c = socket.create_connection(srv.getsockname())
-    buf = b"\0" * (1 << 20)
-    t0 = time.perf_counter()
-    for _ in range(megabytes):
-        c.sendall(buf)
-    c.close()
-    t.join()
-    secs = time.perf_counter() - t0
-    srv.close()
-    return got[0] * 8 / secs / 1e9
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _shaped, also when loaded by path
+from _shaped import SHAPED_ENV, measure_link, run_shaped  # noqa: E402
 
 
 def run_dist(plan: Path, nprocs: int, out: Path, p: float, args) -> dict:
@@ -195,7 +132,7 @@ def main(argv=None):
                          "compare epoch times per round: machine drift hits both alike")
     args = ap.parse_args(argv)
     if args.shape and os.environ.get(SHAPED_ENV) != args.shape:
-        return run_shaped(args.shape, args.burst, args.latency,
+        return run_shaped(__file__, args.shape, args.burst, args.latency,
                           sys.argv[1:] if argv is None else list(argv))
     if args.shape:
         print(json.dumps({"kind": "link", "shape": args.shape,
