@@ -92,12 +92,17 @@ def neighbour_reference(graph, seeds, fanouts, replace, s):
     assert np.array_equal(s.src, src) and np.array_equal(s.dst, dst)
 
 
-@pytest.mark.parametrize("fanouts,replace", [([3, 2], False), ([-1, 0, 5], False),
-                                             ([40, 33], False), ([4, 3], True),
-                                             ([1, 1, 1, 1], False)])
-def test_fanout_per_node_and_hop_is_exactly_min_deg_k(fanouts, replace):
-    data = skewed_data(undirected=False)
+@pytest.mark.parametrize("fanouts,replace,undirected", [
+    ([3, 2], False, False), ([-1, 0, 5], False, False), ([4, 3], True, False),
+    ([1, 1, 1, 1], False, False), ([40, 33], False, True), ([60, 2], False, True)])
+def test_fanout_per_node_and_hop_is_exactly_min_deg_k(fanouts, replace, undirected):
+    """Undirected: hub rows of 100-300 entries reach Fisher-Yates (d <= 4k) and the hashed
+    Floyd draw (d > 4k) besides Floyd's small-k one."""
+    data = skewed_data(undirected=undirected)
     graph = target_csr(data, "t").graph
+    if undirected:
+        assert graph.degrees().max() > 4 * 40 and ((graph.degrees() > 60) &
+                                                   (graph.degrees() <= 240)).any()
     sampler = NeighbourSampler(graph, fanouts, replace)
     rng = np.random.default_rng(1)
     for index in range(4):
@@ -110,7 +115,7 @@ def test_fanout_per_node_and_hop_is_exactly_min_deg_k(fanouts, replace):
             minlength=len(fanouts))[:len(fanouts)]]
 
 
-@pytest.mark.parametrize("deg,k", [(10, 3), (100, 40)])   # Floyd and Fisher-Yates
+@pytest.mark.parametrize("deg,k", [(10, 3), (100, 40), (1000, 40)])  # the three algorithms
 def test_draws_without_replacement_are_uniform(deg, k):
     g = Graph.from_edges(np.zeros(deg, np.int64), np.arange(1, deg + 1), deg + 1,
                          symmetrize=False)
@@ -119,6 +124,7 @@ def test_draws_without_replacement_are_uniform(deg, k):
     hits = np.zeros(g.num_nodes)
     for i in range(trials):
         s = sampler.sample([0], seed=11, index=i)
+        assert s.nodes.size == k + 1 and np.unique(s.nodes).size == k + 1
         hits[s.nodes[1:]] += 1
     p = k / deg
     z = (hits[1:] - trials * p) / np.sqrt(trials * p * (1 - p))
@@ -187,3 +193,20 @@ def test_bad_edge_index_is_a_one_line_error():
     data.edge_index[1, 3] = 300
     with pytest.raises(ScaleGNNError, match="node id 300, out of range for data.num_nodes=300"):
         P.NeighborLoader(data, [2])
+
+
+def test_the_csr_is_the_only_copy_of_the_edge_list():
+    """Building the CSR by target allocates its sources and edge positions (int32 each: half
+    of edge_index's int64 pair) plus the row pointers, nothing edge-sized besides."""
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    n, e = 50_000, 1_000_000
+    data = Data(x=torch.zeros(n, 1), edge_index=torch.from_numpy(rng.integers(0, n, (2, e))))
+    target_csr(Data(x=torch.zeros(4, 1), edge_index=torch.tensor([[0, 1], [1, 0]])), "warm-up")
+    tracemalloc.start()
+    csr = target_csr(data, "t")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert csr.graph.indices.dtype == np.int32 and csr.perm.dtype == np.int32
+    need = 8 * e + 2 * 8 * (n + 1)          # indices + perm, indptr + the scatter cursor
+    assert peak <= need * 1.05 + (1 << 20), (peak, need)

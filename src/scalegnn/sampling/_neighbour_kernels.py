@@ -80,6 +80,33 @@ def _floyd(state, a, d, c, out, o):
     return state
 
 
+@nb.njit(**_JIT)
+def _floyd_hashed(state, a, d, c, out, o):
+    """As ``_floyd`` for large c: membership in an open-addressing table of >= 2c slots."""
+    size = 1
+    while size < 2 * c:
+        size *= 2
+    table = np.full(size, -1, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    for j in range(d - c, d):
+        state, t = _below(state, j + 1)
+        for v in (t, j):   # insert t; if already drawn, insert j (never drawn before)
+            h = np.int64(_mix(np.uint64(v)) & mask)
+            while table[h] >= 0 and table[h] != v:
+                h = (h + 1) & (size - 1)
+            if table[h] < 0:
+                table[h] = v
+                break
+    q = o
+    for h in range(size):
+        if table[h] >= 0:
+            out[q] = table[h]
+            q += 1
+    out[o:o + c].sort()
+    for q in range(o, o + c):
+        out[q] += a
+
+
 def _fanout_sample(indptr, nodes, lo, k, key, replace, offsets, out_pos):
     """CSR positions of the draws of frontier node nodes[lo + i] into
     out_pos[offsets[i]:offsets[i + 1]] (ascending, unless drawn with replacement)."""
@@ -101,7 +128,7 @@ def _fanout_sample(indptr, nodes, lo, k, key, replace, offsets, out_pos):
                 out_pos[o + t] = a + t
         elif c <= _FLOYD_MAX:
             _floyd(state, a, d, c, out_pos, o)
-        else:   # partial Fisher-Yates over the row's offsets
+        elif d <= 4 * c:   # partial Fisher-Yates over the row's offsets: O(d) = O(c)
             perm = np.arange(d)
             for t in range(c):
                 state, j = _below(state, d - t)
@@ -112,6 +139,8 @@ def _fanout_sample(indptr, nodes, lo, k, key, replace, offsets, out_pos):
             sel = np.sort(perm[:c])
             for t in range(c):
                 out_pos[o + t] = a + sel[t]
+        else:   # a hub: Floyd's algorithm with a hash set, O(c) whatever d is
+            _floyd_hashed(state, a, d, c, out_pos, o)
 
 
 fanout_sample = nb.njit(parallel=True, **_JIT)(_fanout_sample)
