@@ -67,6 +67,11 @@ def _fixture(alias: str, name: str, *ops) -> FileSpec:
     return FileSpec(alias, ("fixture", name), list(ops))
 
 
+def _run_set(name: str, key: str, value) -> list[FileSpec]:
+    """The run fixture as ``r`` with ``key`` of its file ``name`` set to ``value``."""
+    return [_fixture("r", "run"), _fixture(f"r/{name}", f"run/{name}", (0, ("set", key, value)))]
+
+
 GS = _fixture("gs", "gs")
 REGRESSIONS = {
     # a command family alone printed its help and exited 2 without an error line
@@ -90,6 +95,17 @@ REGRESSIONS = {
                                "--edge-factor", "4", "--threads", "1", "--epochs", "1"]),
     "bench scale generator": Case(["bench", "scale", "--scales", "30", "--edge-factor",
                                    "100000", "--iterations", "1"]),
+    # a run.json or summary.json value of the wrong type was a TypeError/ValueError traceback
+    "run.json data": Case(["predict", "r", "--out", "p.csv"], _run_set("run.json", "data", [1])),
+    "run.json seed": Case(["embed", "r", "--out", "e.npy"], _run_set("run.json", "seed", "abc")),
+    "run.json split": Case(["train", "--resume", "r", "--epochs", "3", "--no-progress"],
+                           _run_set("run.json", "split", [1]), ["r"]),
+    "run.json threads": Case(["train", "--resume", "r", "--epochs", "3", "--no-progress"],
+                             _run_set("run.json", "threads", None), ["r"]),
+    "run.json seed huge": Case(["train", "--resume", "r", "--epochs", "3", "--no-progress"],
+                               _run_set("run.json", "seed", 10**20), ["r"]),
+    "summary.json test": Case(["predict", "r", "--out", "p.csv", "--split", "test"],
+                              _run_set("summary.json", "test", "abc"), ["p.csv"]),
 }
 EXIT = {"bench epoch default data": 0}   # the cases that must succeed (0), not only be refused
 # bench epoch without --data deleted its generated folder before reading adj_train.npz from it:

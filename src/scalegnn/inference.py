@@ -46,6 +46,7 @@ from scalegnn.data.options import check_options
 from scalegnn.data.transforms import prepared_dataset, standardized_like
 from scalegnn.engine import checkpoint as ckpt
 from scalegnn.engine.metrics import compute_metrics
+from scalegnn.engine.rundir import read_run_info
 from scalegnn.errors import ConfigError, DataError
 from scalegnn.io import atomic_open, atomic_save_npy, read_json_object, same_path
 from scalegnn.train.build import build_run_model, resolve_device
@@ -143,7 +144,7 @@ def load_run(run_dir, data=None, *, device="cpu", options=None) -> TrainedRun:
     best = path / "best.pt"
     if not best.is_file():
         raise ConfigError(f"{best}: missing (the run ended before its first validation pass)")
-    info = read_json_object(path / "run.json")
+    info = read_run_info(path / "run.json")
     kind = info.get("mode")
     if kind == "distributed":
         raise ConfigError(f"{path}: a dist-train run in full-graph mode (its model computes on "

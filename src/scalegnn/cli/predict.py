@@ -59,13 +59,30 @@ def run_inference(args) -> int:
         metric = run.mode.metric
         value = run.metrics(nodes, scores).get(metric, float("nan"))
         line += f"; {args.split} {metric} = {value:.4f}"
-        summary = run.summary or {}
-        own = summary.get(args.split) or {}
-        if args.split == "test" and "test_data" in summary:  # `train --test-data`: its "test"
-            own = summary["test_data"].get("training_graph_test") or {}  # is the other graph's
-        recorded = own.get(metric)
-        if recorded is not None:
+        recorded = summary_metric(run.summary, args.split, metric)
+        if isinstance(recorded, float):
             line += f" (summary.json: {recorded:.4f})"
+        elif recorded is not None:
+            print(f"scalegnn: warning: {run.path / 'summary.json'}: {args.split} {metric} is "
+                  f"{str(recorded)[:40]!r}, not a number (damaged?); not compared",
+                  file=sys.stderr)
     print(line)
     sys.stdout.flush()
     return 0
+
+
+def summary_metric(summary, split: str, metric: str):
+    """What ``summary.json`` records for ``split``'s ``metric``: a float, None when it records
+    none, or the damaged value (not a number) itself. After ``train --test-data`` its "test" is
+    the other graph's, and the training graph's own is ``test_data.training_graph_test``."""
+    summary = summary if isinstance(summary, dict) else {}
+    own = summary.get(split)
+    if split == "test" and "test_data" in summary:
+        other = summary["test_data"]
+        own = other.get("training_graph_test") if isinstance(other, dict) else other
+    if own is None:
+        return None
+    value = own.get(metric) if isinstance(own, dict) else own
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return value

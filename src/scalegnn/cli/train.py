@@ -21,9 +21,10 @@ from scalegnn.data.graphsaint import feature_file_bytes
 from scalegnn.data.options import check_options, flag
 from scalegnn.engine.console import format_summary
 from scalegnn.engine.out_of_memory import out_of_memory_as_error
+from scalegnn.engine.rundir import read_run_info
 from scalegnn.errors import ConfigError
 from scalegnn.features import should_map
-from scalegnn.io import read_json_object, same_path
+from scalegnn.io import same_path
 from scalegnn.report import report_paths, write_report
 from scalegnn.threads import set_threads
 from scalegnn.train import Trainer
@@ -97,7 +98,7 @@ class RunSpec:
 
 
 def _recorded(run_dir: Path) -> dict:
-    return read_json_object(run_dir / "run.json", missing_ok=True)
+    return read_run_info(run_dir / "run.json", missing_ok=True)
 
 
 def resolve_run(args, mode: str) -> RunSpec:
@@ -134,9 +135,9 @@ def resolve_run(args, mode: str) -> RunSpec:
         options, test_data = _recorded_data_choices(args, rec, run_dir)
         config = Config.from_yaml(cfg_path).override(overrides)
         data = rec.get("data", rec.get("source", data))
-        split = rec.get("split", split)
-        seed = rec.get("seed", args.seed if args.seed is not None else 0)
-        threads = args.threads if args.threads is not None else rec.get("threads", 0)
+        split = rec["split"] if rec.get("split") is not None else split  # (read_run_info
+        seed = rec["seed"] if rec.get("seed") is not None else args.seed or 0  # checked them)
+        threads = args.threads if args.threads is not None else rec.get("threads") or 0
         device = args.device or rec.get("device_arg") or args.device_default
     else:
         config = Config.from_yaml(args.config) if args.config else Config.builtin()

@@ -41,9 +41,9 @@ import torch
 import scalegnn
 from scalegnn.engine.checkpoint import load_checkpoint
 from scalegnn.engine.loggers import open_loggers
-from scalegnn.errors import ConfigError
+from scalegnn.errors import ConfigError, DataError
 from scalegnn.faults import crash_point
-from scalegnn.io import append_text, atomic_open, atomic_write_text, write_error
+from scalegnn.io import append_text, atomic_open, atomic_write_text, read_json_object, write_error
 
 RUN_FILES = ("config.yml", "run.json", "metrics.jsonl", "best.pt", "last.pt", "summary.json",
              "report.png", "report.html", "metrics.csv")
@@ -52,9 +52,44 @@ LOCK_ENV = "SCALEGNN_RUN_LOCKED"  # set by a launcher that holds the lock for it
 COMMAND_ENV = "SCALEGNN_COMMAND"  # set by launchers: the user's command line, \x1f-separated
 
 
+# what the readers of run.json (resume, predict, embed, dist-train) take from it, and what each
+# must be when present (None: not recorded): a damaged value is one line, not a TypeError later
+RUN_INFO_TEXT = ("mode", "inner_mode", "data", "source", "test_data", "plan", "device_arg",
+                 "features")
+RUN_INFO_INTS = {"split": 2**31 - 1, "seed": 2**32 - 1, "threads": 4096, "world_size": 2**31 - 1}
+
+
 def holds_run(path) -> bool:
     path = Path(path)
     return path.is_dir() and any((path / f).exists() for f in RUN_FILES)
+
+
+def read_run_info(path, *, missing_ok: bool = False) -> dict:
+    """The JSON object of a run's ``run.json`` with the values its readers use checked
+    (:data:`RUN_INFO_TEXT` text, :data:`RUN_INFO_INTS` integers in range, ``data_options`` a
+    mapping of option names to numbers or text); anything else is one DataError line naming
+    the file and the key."""
+    path = Path(path)
+    info = read_json_object(path, missing_ok=missing_ok)
+
+    def damaged(key, expected):
+        value = repr(info[key])
+        value = value if len(value) <= 40 else f"{value[:37]}..."
+        return DataError(f"{path}: damaged ({key} is {value}, expected {expected})")
+
+    for key in RUN_INFO_TEXT:
+        if info.get(key) is not None and not isinstance(info[key], str):
+            raise damaged(key, "text")
+    for key, hi in RUN_INFO_INTS.items():
+        v = info.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi):
+            raise damaged(key, f"an integer in [0, {hi}]")
+    options = info.get("data_options")
+    if options is not None and not (isinstance(options, dict) and all(
+            isinstance(v, (str, int, float)) and not isinstance(v, bool) or v is None
+            for v in options.values())):
+        raise damaged("data_options", "a mapping of option names to values")
+    return info
 
 
 def read_metrics_file(path) -> list[dict]:
