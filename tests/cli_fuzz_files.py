@@ -12,7 +12,8 @@ configs), ``ids.npy`` / ``ids.txt`` (node ids), ``random.bin`` and ``empty/``.
 Damage (:func:`damage`, an operation drawn by ``cli_fuzz_cases``): truncation, bit flips,
 zeroed or replaced bytes, a deleted file or one replaced by a folder, and structural edits that
 keep the format readable: a JSON / JSONL / YAML value replaced (wrong type, huge, NaN, nested),
-CSV / text lines deleted, repeated or replaced, a ``.npy`` re-saved with another dtype, shape or
+a top-level key of a JSON / JSONL / YAML / .pt mapping set (``set``), CSV / text
+lines deleted, repeated or replaced, a ``.npy`` re-saved with another dtype, shape or
 NaN/inf values, an ``.npz`` entry edited, dropped or renamed, a ``.pt`` checkpoint entry replaced.
 """
 
@@ -133,6 +134,11 @@ def damage(path: Path, op: tuple) -> None:
         path.mkdir()
         return
     data = path.read_bytes()
+    if kind == "set":
+        edited = _set_key(path, data, *args)
+        if edited is not None:
+            path.write_bytes(edited)
+        return
     if kind == "edit":
         kind = EDITS.get(path.suffix, "lines")
     if kind in ("json", "yaml", "lines", "npy", "pt"):
@@ -193,6 +199,27 @@ def _structural(path: Path, data: bytes, kind: str, index: int, value) -> bytes 
         doc = yaml.safe_load(data.decode("utf-8"))
         return yaml.safe_dump(_replace_at(doc, index, value)).encode()
     except Exception:  # noqa: BLE001 (not of that format, or already damaged)
+        return None
+
+
+def _set_key(path: Path, data: bytes, key: str, value) -> bytes | None:
+    """A JSON / JSONL / YAML / .pt mapping with its top-level ``key`` set to ``value`` (every
+    record of a JSONL file); None when the file holds no mapping."""
+    try:
+        kind = EDITS.get(path.suffix)
+        if kind == "pt":
+            state = torch.load(io.BytesIO(data), weights_only=True)
+            state[key] = _tensorish(value)
+            buf = io.BytesIO()
+            torch.save(state, buf)
+            return buf.getvalue()
+        if path.suffix == ".jsonl":
+            recs = [json.loads(line) for line in data.decode("utf-8").splitlines()]
+            return "".join(json.dumps({**r, key: value}) + "\n" for r in recs).encode()
+        doc = (json.loads if kind == "json" else yaml.safe_load)(data.decode("utf-8"))
+        doc[key] = value
+        return (json.dumps(doc) if kind == "json" else yaml.safe_dump(doc)).encode()
+    except Exception:  # noqa: BLE001 (not a mapping of that format)
         return None
 
 

@@ -15,7 +15,8 @@
 
 The documented stderr lines: ``scalegnn: error: ...`` (the one error line; argparse prints its
 usage block before it), ``scalegnn: warning: ...``, ``scalegnn: <dataset>: <note>`` (data notes),
-``wrote <path>: ...`` (``data synth`` / ``data convert``) and ``bench scale: eval ...``.
+``wrote <path>: ...`` (``data synth`` / ``data convert``), ``bench scale: eval ...`` and the
+training progress bar (tqdm, without ``--no-progress``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ NOTE_PREFIXES = ("scalegnn: ", "wrote ", "bench scale: eval ")
 ERROR = "scalegnn: error: "
 MAX_ERROR_CHARS = 300
 ROOT_ENTRIES = {"fixtures", "mpl"}   # what the fuzz root holds between cases
+PROGRESS = re.compile(r"^\s*\d+%\|.*\| *\d+/\d+ \[")
 TEMPORARY = re.compile(r"^\..+\.(tmp|old)$")
 OOM = re.compile(r"MemoryError|Cannot allocate memory|can't allocate|Unable to allocate|"
                  r"bad_alloc|out of memory|Thread creation failed", re.IGNORECASE)
@@ -273,7 +275,9 @@ def problems(o: Outcome, outputs: list[str]) -> list[str]:
         bad.append(f"exit code {o.rc}")
     if "Traceback" in o.stderr or "Traceback" in o.stdout:
         bad.append("traceback")
-    lines = [ln for ln in o.stderr.splitlines() if ln.strip()]
+    # lines as a terminal shows them: split at newlines only (str.splitlines would also split
+    # at the control characters a generated path may hold); tqdm's bar redraws with \r
+    lines = [ln for ln in o.stderr.split("\n") if ln.strip() and not _progress_bar(ln)]
     errors = [ln for ln in lines if ln.startswith(ERROR)]
     usage = _usage_lines(lines)
     odd = [ln for i, ln in enumerate(lines) if i not in usage and not ln.startswith(NOTE_PREFIXES)]
@@ -297,6 +301,12 @@ def problems(o: Outcome, outputs: list[str]) -> list[str]:
                 and Path(path).name != ".lock":
             bad.append(f"written outside the outputs: {path}")
     return bad
+
+
+def _progress_bar(line: str) -> bool:
+    """A line of the training progress bar (tqdm on stderr, unless --no-progress)."""
+    parts = [p for p in line.split("\r") if p.strip()]
+    return bool(parts) and all(PROGRESS.match(p) for p in parts)
 
 
 def _usage_lines(lines: list[str]) -> set[int]:

@@ -13,6 +13,14 @@ from scalegnn.config.flags import Num
 from scalegnn.config.schema import EXTRACTORS, SCHEMA, Ref
 
 COSTLY_MAX = 2
+# top-level keys of the fixtures' mappings (run.json, summary.json, metrics.jsonl, plan.json,
+# part.json, role.json, scalegnn.json, checkpoints, configs, dataset specs): a "set" edit
+# replaces one of them
+KEYS = ("data", "split", "seed", "threads", "mode", "device_arg", "data_options", "test_data",
+        "world_size", "val", "test", "best_epoch", "metric", "epochs", "epoch", "loss", "lr",
+        "train_s", "parts", "plan_id", "rank", "graph_hash", "format", "stats", "totals",
+        "nodes", "features", "classes", "tr", "va", "te", "model", "optimizer", "identity",
+        "rng", "network", "params", "phase", "shadow", "distributed", "path", "labels")
 TINY = ("planted:nodes=120,classes=3,features=8", "planted:nodes=60,classes=2,features=4,degree=4",
         "kronecker:6:4:features=8,classes=3")
 
@@ -34,7 +42,9 @@ edit_op = st.one_of(
     st.tuples(st.just("append"), st.binary(min_size=1, max_size=32)),
     st.just(("delete",)), st.just(("to_dir",)),
     st.tuples(st.just("edit"), st.integers(0, 10**4), junk),
-    st.tuples(st.just("edit"), st.integers(0, 10**4), junk))
+    st.tuples(st.just("edit"), st.integers(0, 10**4), junk),
+    st.tuples(st.just("set"), st.sampled_from(KEYS), junk),
+    st.tuples(st.just("set"), st.sampled_from(KEYS), junk))
 ops = st.lists(st.tuples(st.integers(0, 100), edit_op), max_size=2)
 
 
