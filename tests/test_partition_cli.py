@@ -199,3 +199,22 @@ def test_an_empty_folder_or_a_new_path_is_written(tmp_path, capsys):
     assert cli_main(_make(tmp_path / "file", "--overwrite")) == 2
     _refused(capsys, "exists and is not a folder")
     assert (tmp_path / "file").read_text() == "x"
+
+
+@pytest.mark.parametrize("kind,needle", [("plan", "already holds a plan"),
+                                         ("other", "folder is not empty ('notes.txt')")])
+def test_dist_train_parts_writes_its_plan_by_the_same_rules(kind, needle, tmp_path, capsys):
+    """``dist-train --data D --parts K --plan P`` partitions into P like ``partition make --out
+    P``: an existing plan or a folder of other files is refused before anything is read."""
+    plan = tmp_path / "plan"
+    if kind == "plan":
+        assert cli_main(_make(plan)) == 0
+    else:
+        plan.mkdir()
+        (plan / "notes.txt").write_text("mine\n")
+    capsys.readouterr()
+    before = _files(plan)
+    assert cli_main(["dist-train", "--nprocs", "2", "--data", DATA, "--parts", "2", "--plan",
+                     str(plan), "--out", str(tmp_path / "run"), "--epochs", "1"]) == 2
+    _refused(capsys, str(plan), needle)
+    assert _files(plan) == before and not (tmp_path / "run").exists()

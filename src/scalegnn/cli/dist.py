@@ -35,6 +35,7 @@ import torch.distributed
 
 from scalegnn.cli.data import SPLIT_HELP, add_data_arguments, data_notes
 from scalegnn.cli.parser import Parser
+from scalegnn.cli.partition import check_plan_out, plan_folder
 from scalegnn.cli.train import add_run_arguments, resolve_run
 from scalegnn.config.flags import (FRACTION, MAX_PROCESSES, PROCESSES, SECONDS, SPLIT, count,
                                    name_flags)
@@ -83,7 +84,8 @@ def add_parser(sub):
                    help="when a rank or a host dies, restart the job from its last checkpoint up "
                         "to N times; a lost host rejoins by running its command again (default 0)")
     p.add_argument("--parts", type=count(1, INT32_MAX),
-                   help="partition --data into this many parts first")
+                   help="partition --data into this many parts first, into --plan (a new or "
+                        "empty folder, or a plan replaced with --overwrite)")
     p.add_argument("--method", help="partitioner when --parts is given (default: the config's "
                                     "distributed.method, metis)")
     add_worker_arguments(p)
@@ -177,8 +179,10 @@ def run(args) -> int:
         if args.parts != args.nprocs:
             raise ConfigError(f"--parts {args.parts} must equal --nprocs {args.nprocs}")
         method = args.method or spec.config.section("distributed")["method"]
-        partition_dataset(load(args.data, options=spec.data_options), args.parts, plan_dir,
-                          method=method)
+        check_plan_out(plan_dir, args.overwrite)  # partition make's --out rules, before loading
+        with plan_folder(plan_dir, args.overwrite) as folder:
+            partition_dataset(load(args.data, options=spec.data_options), args.parts, folder,
+                              method=method)
     kind = spec.config.section("distributed")["mode"]
     dataset = None   # full: only to check --data against the plan; else every rank trains on it
     data = spec.data if kind != "full" else (args.data if args.parts is None else None)
