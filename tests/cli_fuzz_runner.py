@@ -167,6 +167,7 @@ class Zygote:
 
 def zygote_main():
     """The helper process: import the CLI, then fork one child per request line."""
+    cli.build_parser()  # imports the benchmarks' modules: every child runs the same sources
     dist_cli.supervise = lambda *a, **k: 0   # pre-launch checks only: no rank starts
     dist_cli.run_host = lambda *a, **k: 0
     out = sys.stdout

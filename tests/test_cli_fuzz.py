@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from cli_fuzz_cases import Case, cases
 from cli_fuzz_files import FileSpec, build_fixtures
 from cli_fuzz_runner import Zygote, problems, run_case, snapshot
+from scalegnn.bench.child import child_main
 
 MEM_BYTES = 4 << 30     # address space per case
 TIMEOUT_S = 60.0        # per case; the cases below take 0.1-3 s
@@ -106,6 +107,11 @@ REGRESSIONS = {
                                _run_set("run.json", "seed", 10**20), ["r"]),
     "summary.json test": Case(["predict", "r", "--out", "p.csv", "--split", "test"],
                               _run_set("summary.json", "test", "abc"), ["p.csv"]),
+    # out of memory outside training's guard (a benchmark's sizes, past RLIMIT_AS here): a
+    # RuntimeError traceback from torch's allocator (found with bench epoch --labels 1048576;
+    # its measuring child: test_a_measuring_child_out_of_memory_is_one_line)
+    "bench out of memory": Case(["bench", "spmm", "--n", "300000", "--f", "8192", "--repeat",
+                                 "1", "--threads", "1", "--no-membw"]),
 }
 EXIT = {"bench epoch default data": 0}   # the cases that must succeed (0), not only be refused
 # bench epoch without --data deleted its generated folder before reading adj_train.npz from it:
@@ -119,3 +125,16 @@ REGRESSIONS["bench epoch default data"] = Case([
 def test_found_by_the_fuzz(name, fuzz):
     case = REGRESSIONS[name]
     check(Case(case.argv, [GS, *case.files], ["cache", *case.outputs]), fuzz, EXIT.get(name))
+
+
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError(
+    "[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you tried "
+    "to allocate 2147483648 bytes. Error code 12 (Cannot allocate memory)")])
+def test_a_measuring_child_out_of_memory_is_one_line(error, capsys):
+    """A benchmark's measuring child (scalegnn.bench.child) that runs out of memory prints one
+    error line and exits 2, which its parent raises again as that line."""
+    def work():
+        raise error
+    assert child_main(work) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("scalegnn: error: memory: out of memory") and "\n" not in line

@@ -3,11 +3,11 @@
 
 The child's code calls its work through :func:`child_main`, which turns a user mistake (a
 :class:`~scalegnn.errors.ScaleGNNError`: a size that needs more memory than there is, a damaged
-``--data`` folder) into one ``scalegnn: error:`` line and exit status 2, as the CLI does, instead
-of a traceback. :func:`run_child` starts ``python -c CODE PAYLOAD``, hands each stdout line to
-the caller as it comes, passes the child's other stderr lines through as they come, and raises
-the child's error line again in the parent (:class:`ChildError`), so the command prints it once
-and exits 2.
+``--data`` folder) into one ``scalegnn: error:`` line and exit status 2, as the CLI does,
+instead of a traceback; so is running out of memory. :func:`run_child` starts ``python -c CODE
+PAYLOAD``, hands each stdout line to the caller as it comes, passes the child's other stderr
+lines through as they come, and raises the child's error line again in the parent
+(:class:`ChildError`), so the command prints it once and exits 2.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 
+from scalegnn.engine.out_of_memory import is_out_of_memory, out_of_memory_in
 from scalegnn.errors import ScaleGNNError
 
 ERROR = "scalegnn: error: "
@@ -33,6 +34,12 @@ def child_main(fn, *args) -> int:
         rc = fn(*args)
     except ScaleGNNError as e:
         print(f"{ERROR}{e}", file=sys.stderr, flush=True)
+        return 2
+    except (MemoryError, RuntimeError) as e:
+        if not is_out_of_memory(e):
+            raise
+        print(f"{ERROR}{out_of_memory_in(e, 'the measuring process')}", file=sys.stderr,
+              flush=True)
         return 2
     return rc if isinstance(rc, int) and not isinstance(rc, bool) else 0
 

@@ -5,8 +5,9 @@ Each command family lives in its own module exposing ``add_parser(subparsers)``;
 User mistakes (:class:`ScaleGNNError`) print one line and exit with status 2, no traceback (a
 numeric flag out of its range while the arguments are parsed: :mod:`scalegnn.config.flags`);
 so do operating-system errors on the user's files (``OSError``: a read-only or full ``--out``,
-an unreadable input), printed as ``<file>: <reason>``. A closed stdout pipe (``... | head``)
-ends the command quietly.
+an unreadable input), printed as ``<file>: <reason>``, and running out of memory where no
+guard foresaw it (a benchmark's sizes; training names its settings itself). A closed stdout
+pipe (``... | head``) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from scalegnn import __version__
 from scalegnn.cli import bench, data, dist, partition, predict, train
 from scalegnn.cli.parser import Parser, no_subcommand
 from scalegnn.config.flags import name_flags
+from scalegnn.engine.out_of_memory import is_out_of_memory, out_of_memory_in
 from scalegnn.errors import ScaleGNNError
 from scalegnn.threads import keep_freed_memory
 
@@ -63,6 +65,12 @@ def main(argv=None) -> int:
         return 141  # as if killed by SIGPIPE, like other tools piped into `head`
     except OSError as e:
         print(f"scalegnn: error: {os_error_line(e)}", file=sys.stderr)
+        return 2
+    except (MemoryError, RuntimeError) as e:  # out of memory where no guard foresaw it
+        if not is_out_of_memory(e):
+            raise
+        command = " ".join(["scalegnn", *[a for a in argv if not a.startswith("-")][:2]])
+        print(f"scalegnn: error: {out_of_memory_in(e, command)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("scalegnn: interrupted", file=sys.stderr)

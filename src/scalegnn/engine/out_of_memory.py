@@ -29,14 +29,25 @@ def out_of_memory_error(error: BaseException, dataset, config, model=None) -> Da
     """One line for running out of memory while training (``--force`` past the guard, or an
     estimate too low): how much was asked for when the allocator says, the estimate's total
     and largest term, and the settings that size that term (``network.dim=100000``)."""
-    found = _TRIED.search(str(error))
-    tried = "" if found is None else (
-        f" allocating {human_bytes(int(found[1]))}" if found[1] else f" allocating {found[2]}")
+    tried = _tried(error)
     est = estimate_training_memory(dataset, config, model)
     name, size = est.largest
     return DataError(f"memory: out of memory{tried} while training (estimated need "
                      f"{human_bytes(est.total)}; largest: {name} {human_bytes(size)}, set by "
                      f"{term_settings(name, dataset, config)}); lower it")
+
+
+def out_of_memory_in(error: BaseException, what: str) -> DataError:
+    """One line for running out of memory in ``what`` (a command) outside training's guard:
+    how much was asked for when the allocator says."""
+    return DataError(f"memory: out of memory{_tried(error)} in {what}; choose smaller sizes or "
+                     f"free memory")
+
+
+def _tried(error: BaseException) -> str:
+    found = _TRIED.search(str(error))
+    return "" if found is None else (
+        f" allocating {human_bytes(int(found[1]))}" if found[1] else f" allocating {found[2]}")
 
 
 @contextmanager
