@@ -30,6 +30,10 @@ def test_hoeffding_nets():
         hoeffding_nets(4, 0.0, 0.5)
     with pytest.raises(ConfigError, match="--delta"):
         hoeffding_nets(4, 0.1, 1.0)
+    with pytest.raises(ConfigError, match="--delta"):  # 2/δ overflows: found by the CLI fuzz
+        hoeffding_nets(2, 0.5, 5e-324)
+    with pytest.raises(ConfigError, match="--theta"):
+        hoeffding_nets(4, 1e-200, 0.5)
 
 
 def test_batch_volume_is_column_net_km1(ds):

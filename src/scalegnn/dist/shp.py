@@ -54,7 +54,12 @@ def hoeffding_nets(parts: int, theta: float, delta: float) -> int:
         raise ConfigError(f"--theta: must be > 0, got {theta}")
     if not 0 < delta < 1:
         raise ConfigError(f"--delta: must be in (0, 1), got {delta}")
-    return int(math.ceil((parts - 1) ** 2 / (2.0 * theta ** 2) * math.log(2.0 / delta)))
+    denom = 2.0 * theta ** 2
+    need = (parts - 1) ** 2 / denom * math.log(2.0 / delta) if denom > 0 else math.inf
+    if not math.isfinite(need):
+        raise ConfigError(f"--theta {theta} / --delta {delta}: the Hoeffding bound asks for "
+                          "more nets than can be counted; raise --theta or --delta")
+    return int(math.ceil(need))
 
 
 def parse_budget(text: str) -> dict:
