@@ -107,6 +107,19 @@ REGRESSIONS = {
                                _run_set("run.json", "seed", 10**20), ["r"]),
     "summary.json test": Case(["predict", "r", "--out", "p.csv", "--split", "test"],
                               _run_set("summary.json", "test", "abc"), ["p.csv"]),
+    # a checkpoint field of the wrong type: int(), .get() or a missing key failed later
+    "best.pt epoch": Case(["predict", "r", "--out", "p.csv"], _run_set("best.pt", "epoch", "abc"),
+                          ["p.csv"]),
+    "best.pt identity": Case(["embed", "r", "--out", "e.npy"],
+                             _run_set("best.pt", "identity", "abc"), ["e.npy"]),
+    "last.pt best": Case(["train", "--resume", "r", "--epochs", "3", "--no-progress"],
+                         _run_set("last.pt", "best", {"a": 1}), ["r"]),
+    "last.pt mode": Case(["train", "--resume", "r", "--epochs", "3", "--no-progress"],
+                         _run_set("last.pt", "mode", {"a": 1}), ["r"]),
+    "last.pt totals": Case(["train", "--resume", "r", "--epochs", "3", "--no-progress"],
+                           _run_set("last.pt", "totals", {"a": 1}), ["r"]),
+    "last.pt next_epoch": Case(["train", "--resume", "r", "--epochs", "3", "--no-progress"],
+                               _run_set("last.pt", "next_epoch", "abc"), ["r"]),
     # out of memory outside training's guard (a benchmark's sizes, past RLIMIT_AS here): a
     # RuntimeError traceback from torch's allocator (found with bench epoch --labels 1048576;
     # its measuring child: test_a_measuring_child_out_of_memory_is_one_line)

@@ -52,7 +52,7 @@ def rng_state() -> torch.Tensor:
     """This process's random-generator states (torch CPU, numpy's global MT19937, and every
     CUDA device's once CUDA is initialized) packed into one uint8 tensor."""
     parts = [torch.get_rng_state()]
-    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    _, keys, pos, has_gauss, gauss = np.random.get_state()
     extra = np.array([pos, has_gauss], dtype=np.int64).view(np.uint8)
     parts += [torch.from_numpy(keys.astype(np.uint32).view(np.uint8).copy()),
               torch.from_numpy(extra.copy()),
@@ -65,7 +65,14 @@ def rng_state() -> torch.Tensor:
 
 
 def set_rng_state(packed: torch.Tensor) -> None:
-    """Inverse of :func:`rng_state`."""
+    """Inverse of :func:`rng_state`; ValueError when ``packed`` is not such a state (damaged)."""
+    try:
+        _set_rng_state(packed)
+    except (RuntimeError, ValueError, IndexError, TypeError, OverflowError) as e:
+        raise ValueError(f"damaged random-generator state ({type(e).__name__})") from None
+
+
+def _set_rng_state(packed: torch.Tensor) -> None:
     packed = packed.contiguous()
     n = int(packed[:8].view(torch.int64)[0])
     sizes = packed[8:8 + 8 * n].view(torch.int64).tolist()
@@ -99,7 +106,57 @@ def load_checkpoint(path, map_location="cpu") -> dict:
         raise ConfigError(f"{path}: not a scalegnn checkpoint (format "
                           f"{ck.get('format') if isinstance(ck, dict) else type(ck).__name__!r}, "
                           f"expected {FORMAT!r})")
+    check_fields(ck, path)
     return ck
+
+
+_COUNT = (int, "a count >= 0")
+_NUMBER = ((int, float), "a number")
+_MAP = (dict, "a mapping")
+FIELDS = {"identity": _MAP, "model": _MAP, "optimizer": _MAP, "best": _MAP, "totals": _MAP,
+          "mode": _MAP, "val": _MAP, "epoch": _COUNT, "next_epoch": _COUNT, "next_iter": _COUNT,
+          "seed": _COUNT, "partial": ((dict, type(None)), "a mapping or null"),
+          "schedule": ((dict, type(None)), "a mapping or null")}
+"""The type of each field a checkpoint may hold (module docstring); :func:`check_fields`."""
+NESTED = {("best", "epoch"): _COUNT, ("best", "stale"): _COUNT, ("best", "value"): _NUMBER,
+          ("partial", "sample_s"): _NUMBER, ("partial", "compute_s"): _NUMBER,
+          ("identity", "dataset"): ((dict, type(None)), "a mapping or null")}
+
+REQUIRED = {"best": ("epoch", "value"), "partial": ("losses", "sample_s", "compute_s")}
+
+
+def check_fields(ck: dict, path) -> None:
+    """Every known field of checkpoint ``ck`` (:data:`FIELDS`, :data:`NESTED`, ``totals``'
+    numbers, ``partial``'s losses) has its type; else one ConfigError line naming the field."""
+    def bad(name, value, what):
+        text = repr(value) if not isinstance(value, torch.Tensor) else \
+            f"a tensor of shape {tuple(value.shape)}"
+        text = text if len(text) <= 40 else f"{text[:37]}..."
+        return ConfigError(f"{path}: damaged checkpoint ({name} is {text}, expected {what})")
+
+    def ok(value, kinds):
+        return isinstance(value, kinds) and not isinstance(value, bool)
+
+    for key, (kinds, what) in FIELDS.items():
+        if key in ck and (not ok(ck[key], kinds) or (ok(ck[key], int) and ck[key] < 0)):
+            raise bad(key, ck[key], what)
+    for (outer, key), (kinds, what) in NESTED.items():
+        inner = ck.get(outer)
+        if isinstance(inner, dict) and key in inner and not ok(inner[key], kinds):
+            raise bad(f"{outer}.{key}", inner[key], what)
+    for outer, keys in REQUIRED.items():
+        inner = ck.get(outer)
+        missing = [k for k in keys if isinstance(inner, dict) and k not in inner]
+        if missing:
+            raise ConfigError(f"{path}: damaged checkpoint ({outer} has no {missing[0]})")
+    for key, value in (ck.get("totals") or {}).items():
+        if not ok(value, (int, float)):
+            raise bad(f"totals.{key}", value, "a number of seconds")
+    partial = ck.get("partial")
+    if isinstance(partial, dict):
+        losses = partial.get("losses")
+        if not isinstance(losses, torch.Tensor) or losses.dim() != 1:
+            raise bad("partial.losses", losses, "a vector of losses")
 
 
 def check_identity(ck: dict, identity: dict, path) -> None:

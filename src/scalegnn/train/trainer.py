@@ -47,6 +47,9 @@ from scalegnn.threads import keep_freed_memory, trim_heap
 from scalegnn.train.build import build_run_model, guard_memory, resolve_device, seed_everything
 from scalegnn.train.modes import mode_for
 
+ZERO_TOTALS = {"sample_s": 0.0, "compute_s": 0.0, "eval_s": 0.0, "presample_s": 0.0}
+"""The seconds a run adds up (a resumed run starts from its checkpoint's, missing ones 0)."""
+
 
 class Trainer:
     """Train a GNN on ``source`` (a Dataset: GraphSAINT mode, or a :class:`Mode`) with
@@ -203,8 +206,7 @@ class Trainer:
                 run.write_json("run.json", run_info(self.mode, self.seed, self.device, self.extra_info))
                 run.truncate_metrics(0)
         best = start["best"]
-        totals = start["totals"] or {"sample_s": 0.0, "compute_s": 0.0, "eval_s": 0.0,
-                                     "presample_s": 0.0}
+        totals = start["totals"] or dict(ZERO_TOTALS)
         bar = progress_bar(cfg.epochs, start["next_epoch"], self.progress)
         t_fit = time.perf_counter()
         last_save = [time.perf_counter()]
@@ -314,8 +316,15 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
         except (ValueError, KeyError, TypeError) as e:
             raise ConfigError(f"{path}: optimizer state does not fit this model ({e})") from None
-        ckpt.set_rng_state(state["rng"][self.mode.rank])
-        self.mode.load_state_dict(state["mode"])
+        try:
+            ckpt.set_rng_state(state["rng"][self.mode.rank])
+        except ValueError as e:
+            raise ConfigError(f"{path}: {e}") from None
+        try:
+            self.mode.load_state_dict(state["mode"])
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise ConfigError(f"{path}: the batch stream's position does not fit this run "
+                              f"(damaged? {type(e).__name__} {str(e)[:60]})") from None
         self.schedule.load_state_dict(state.get("schedule"))
         done = int(state["next_epoch"])  # epochs completed; the running one is rewritten
         if self.run is not None:
@@ -327,7 +336,7 @@ class Trainer:
             partial = {"losses": partial["losses"].tolist(), "sample_s": partial["sample_s"],
                        "compute_s": partial["compute_s"]}
         return {"next_epoch": done, "next_iter": int(state["next_iter"]), "partial": partial,
-                "best": {"stale": 0, **state["best"]}, "totals": dict(state["totals"])}
+                "best": {"stale": 0, **state["best"]}, "totals": {**ZERO_TOTALS, **state["totals"]}}
 
     def _note_resume(self, done: int):
         info = self.run.file("run.json")
