@@ -7,7 +7,14 @@ numeric flag out of its range while the arguments are parsed: :mod:`scalegnn.con
 so do operating-system errors on the user's files (``OSError``: a read-only or full ``--out``,
 an unreadable input), printed as ``<file>: <reason>``, and running out of memory where no
 guard foresaw it (a benchmark's sizes; training names its settings itself). A closed stdout
-pipe (``... | head``) ends the command quietly.
+pipe (``... | head``) ends the command quietly. A command family alone (``scalegnn data``)
+prints its help and one error line naming its subcommands.
+
+Besides that one error line (after argparse's usage block for a parsing error), stderr holds
+only ``scalegnn: warning: ...`` lines, ``scalegnn: <dataset>: <note>`` (a data choice made for
+the user: structural features, split 0 of several), ``wrote <path>: ...`` (``data synth``,
+``data convert``) and training's progress bar (unless ``--no-progress``);
+``tests/test_cli_fuzz.py`` holds every command to this.
 """
 
 from __future__ import annotations
