@@ -125,6 +125,21 @@ REGRESSIONS = {
     # its measuring child: test_a_measuring_child_out_of_memory_is_one_line)
     "bench out of memory": Case(["bench", "spmm", "--n", "300000", "--f", "8192", "--repeat",
                                  "1", "--threads", "1", "--no-membw"]),
+    # bench epoch took a shaDow-GNN config and failed on its mode (AttributeError 'loader')
+    "bench epoch shadow config": Case(["bench", "epoch", "--scale", "6", "--edge-factor", "4",
+                                       "--features", "8", "--labels", "4", "--config", "s.yml",
+                                       "--epochs", "1", "--threads", "1"],
+                                      [_fixture("s.yml", "shadow.yml")]),
+    # a config value's whole repr in its error line (a nested mapping: 334 characters)
+    "long config value": Case(["train", "--data", "gs", "--epochs", "1", "--no-progress",
+                               "--set", "params.norm_aggr={" + ", ".join(
+                                   f"k{i}: [{i}, {i}, {i}]" for i in range(30)) + "}"]),
+    # a plan.json claiming 10**19 parts: dist-train looked for every rank folder (no answer)
+    "plan.json parts": Case(["dist-train", "--nprocs", "2", "--plan", "p", "--data", "gs",
+                             "--epochs", "1", "--no-progress", "--out", "o"],
+                            [_fixture("p", "plan"), _fixture("p/plan.json", "plan/plan.json",
+                                                             (0, ("set", "parts", 10**19)))],
+                            ["o"]),
 }
 EXIT = {"bench epoch default data": 0}   # the cases that must succeed (0), not only be refused
 # bench epoch without --data deleted its generated folder before reading adj_train.npz from it:

@@ -234,6 +234,11 @@ def run(args) -> int:
         raise ConfigError(f"--epochs: must be >= 1, got {args.epochs}")
     if args.threads < 1:
         raise ConfigError(f"--threads: must be >= 1, got {args.threads}")
+    cfg = load_config(args.config, args.set)  # here, before any child: one line
+    if "shadow" in cfg.sections:
+        raise ConfigError(f"--config {args.config}: bench epoch times GraphSAINT epochs; a "
+                          f"shaDow-GNN config (shadow:) has no subgraph stream to time")
+    cfg.validate_for_mode("graphsaint")
     policy = getattr(args, "omp_wait", "inherit").upper()
     if policy != "INHERIT" and os.environ.get("OMP_WAIT_POLICY", "").upper() != policy:
         return _run_child(args, policy)

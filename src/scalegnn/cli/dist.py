@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import sys
 import time
@@ -50,7 +51,7 @@ from scalegnn.dist.plan import PartitionPlan
 from scalegnn.dist.rdzv import Endpoint, check_serves, local_address, parse_endpoint, wait_reachable
 from scalegnn.engine.console import format_summary
 from scalegnn.engine.rundir import COMMAND_ENV, LOCK_ENV, RunDir
-from scalegnn.errors import ConfigError, DistError, ScaleGNNError
+from scalegnn.errors import ConfigError, DistError, PlanError, ScaleGNNError
 from scalegnn.threads import release_freed_memory, set_threads
 from scalegnn.train import Trainer
 from scalegnn.train.build import resolve_device
@@ -193,6 +194,7 @@ def run(args) -> int:
         for note in data_notes(dataset.meta):  # the ranks load split spec.split (0) quietly
             print(f"scalegnn: {dataset.name}: {note}", file=sys.stderr)
     if plan_dir is not None:
+        _check_plan_parts(plan_dir, world)
         plan = PartitionPlan.load(plan_dir, world_size=world)  # refuse early, one line
         first = args.node_rank * args.nprocs
         for r in range(first, first + args.nprocs):
@@ -221,6 +223,19 @@ def run(args) -> int:
     finally:
         if run is not None:
             run.close()
+
+
+def _check_plan_parts(plan_dir: Path, world: int) -> None:
+    """plan.json's part count against the ranks, before PartitionPlan.load looks for a folder
+    per part (a damaged count, 10**19, would keep it listing folders for ever)."""
+    try:
+        meta = json.loads((plan_dir / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return  # no plan, or an unreadable one: load says so in one line
+    parts = meta.get("parts") if isinstance(meta, dict) else None
+    if isinstance(parts, int) and not isinstance(parts, bool) and parts != world:
+        raise PlanError(f"{plan_dir}: plan has {str(parts)[:20]} parts but {world} ranks were "
+                        f"started; use --nprocs {str(parts)[:20]} or re-partition")
 
 
 def add_worker_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:

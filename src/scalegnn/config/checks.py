@@ -39,7 +39,7 @@ def coerce(name, value, like):
     if like is None:
         return value
     kind = type(like).__name__
-    bad = ConfigError(f"{name}: expected {kind}, got {value!r}")
+    bad = ConfigError(f"{name}: expected {kind}, got {brief(value)}")
     if value is None:
         raise bad
     if isinstance(like, bool):
@@ -61,7 +61,7 @@ def coerce(name, value, like):
         except (ValueError, OverflowError):
             raise bad from None
         if not math.isfinite(f):
-            raise ConfigError(f"{name}: must be a finite number, got {value!r}")
+            raise ConfigError(f"{name}: must be a finite number, got {brief(value)}")
         if isinstance(like, float):
             return f
         if not f.is_integer():
@@ -125,10 +125,10 @@ def check_range(name: str, value, rng: Range):
     if ok:
         return value
     if not rng.typed:
-        raise ConfigError(f"{name}: must be {rng.text()}, got {value}")
+        raise ConfigError(f"{name}: must be {rng.text()}, got {brief(value).strip(chr(39))}")
     kind = "an integer" if isinstance(rng.lo, int) and not isinstance(rng.lo, bool) else \
         "a finite number"
-    raise ConfigError(f"{name}: must be {kind} {rng.text()}, got {value!r}")
+    raise ConfigError(f"{name}: must be {kind} {rng.text()}, got {brief(value)}")
 
 
 def check_choice(name: str, value, key: Key):
@@ -140,7 +140,7 @@ def check_choice(name: str, value, key: Key):
         known = False
     if known or (value is None and key.default is None and not key.required):
         return value
-    raise ConfigError(f"{name}: {value!r} is not one of {list(key.choices)}")
+    raise ConfigError(f"{name}: {brief(value)} is not one of {list(key.choices)}")
 
 
 def check_limits(section: Section, values: dict) -> None:
