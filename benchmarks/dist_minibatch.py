@@ -126,7 +126,7 @@ def dataset_info(spec: str, config_path: str) -> dict:
     return {"dataset": ds, "config": cfg, "sampler": smp, "sampler_name": phase["sampler"],
             "budget": ",".join(f"{k}={v}" for k, v in budget.items()),
             "transductive": transductive, "nodes_per_batch": float(np.mean(sizes)),
-            "batches_per_epoch": max(1, math.ceil(len(ds.train_idx) / max(smp.size_budget, 1))),
+            "batches_per_epoch": smp.batches_per_epoch(len(ds.train_idx)),
             "layers": graph_layers(cfg.network["arch"]), "metric": ds.metric,
             "loss_set": ["--set", "network.loss=sigmoid"] if ds.multilabel else []}
 

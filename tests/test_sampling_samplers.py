@@ -13,7 +13,7 @@ from scalegnn.sampling._random_kernels import alias_draws, build_alias
 
 BUDGETS = {"node": {"size_subgraph": 60}, "edge": {"size_subg_edge": 40},
            "rw": {"num_root": 20, "depth": 2}, "mrw": {"size_subgraph": 80, "size_frontier": 20},
-           "full": {}}
+           "full": {}, "cluster": {"num_parts": 12, "parts_per_batch": 3}}
 
 
 def random_graph(n=300, m=1500, seed=0):

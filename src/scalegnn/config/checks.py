@@ -244,6 +244,9 @@ def check_sampler_keys(phases: list) -> None:
         if ph.get("size_frontier", 0) > ph.get("size_subgraph", 1 << 62):
             raise ConfigError(f"phase[{i}].size_frontier: must not exceed size_subgraph "
                               f"({ph['size_subgraph']}), got {ph['size_frontier']}")
+        if ph.get("parts_per_batch", 0) > ph.get("num_parts", 1 << 62):
+            raise ConfigError(f"phase[{i}].parts_per_batch: must not exceed num_parts "
+                              f"({ph['num_parts']}), got {ph['parts_per_batch']}")
 
 
 def check_presampling(params: dict) -> None:

@@ -251,7 +251,8 @@ PHASE = Section("phase", "The sampling schedule: a list of phases, each training
         range=Range(0, MAX_EPOCHS, lo_open=True), also="> the previous phase's end",
         required=True),
     Key("sampler", None, "This phase's GraphSAINT sampler: node, edge, rw (random walks), mrw "
-        "(multi-dimensional random walk) or full (the whole graph).", kind=str,
+        "(multi-dimensional random walk), full (the whole graph) or cluster (ClusterGCN: "
+        "METIS parts).", kind=str,
         choices=SAMPLERS, required=True),
     Key("num_root", None, "rw: random-walk roots per subgraph.", kind=int,
         range=Range(1, INT32_MAX)),
@@ -262,6 +263,10 @@ PHASE = Section("phase", "The sampling schedule: a list of phases, each training
         range=Range(1, INT32_MAX)),
     Key("size_subg_edge", None, "edge: edges drawn per subgraph.", kind=int,
         range=Range(1, INT32_MAX)),
+    Key("num_parts", None, "cluster: METIS parts of the graph sampled from (ClusterGCN's "
+        "P; at most its nodes).", kind=int, range=Range(1, INT32_MAX)),
+    Key("parts_per_batch", None, "cluster: distinct parts per subgraph, drawn uniformly (q; "
+        "default 1).", kind=int, range=Range(1, INT32_MAX), also="<= num_parts"),
     Key("max_deg", None, "mrw: clip the degree that weights a frontier node's pop to this (0: "
         "no clip).", kind=int, range=Range(0, INT32_MAX)),
     Key("order", None, "Reference GraphSAINT key: the config accepts it, no sampler takes it "

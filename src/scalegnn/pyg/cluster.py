@@ -19,33 +19,8 @@ from scalegnn.errors import ConfigError, DataError
 from scalegnn.io import atomic_save_npy, write_error
 from scalegnn.pyg._common import (batch_data, check_data, check_flag, check_kwargs, epoch_order,
                                   num_batches, seed_of, target_csr)
+from scalegnn.sampling.cluster import metis_parts
 from scalegnn.sampling.sampler_base import check_int
-
-
-def metis_parts(graph, num_parts: int, seed: int, recursive: bool = False) -> np.ndarray:
-    """Part (int32) of each node of ``graph`` (square CSR) by METIS on its symmetrized,
-    self-loop-free pattern; the same parts for the same seed."""
-    try:
-        import pymetis
-    except ImportError:
-        raise ConfigError("ClusterData needs pymetis (pip install 'scalegnn[partition]')") \
-            from None
-    n = graph.num_nodes
-    if num_parts == 1 or n == 0:
-        return np.zeros(n, dtype=np.int32)
-    g = graph.symmetrize().remove_self_loops()
-    dt = pymetis.zero_copy_dtype() if hasattr(pymetis, "zero_copy_dtype") else np.int64
-    xadj = np.ascontiguousarray(g.indptr, dtype=dt)
-    adjncy = np.ascontiguousarray(g.indices, dtype=dt)
-    del g
-    opts = pymetis.Options(seed=int(seed) % (2**31))
-    if hasattr(pymetis, "CSRAdjacency"):
-        res = pymetis.part_graph(num_parts, pymetis.CSRAdjacency(xadj, adjncy), options=opts,
-                                 recursive=recursive)
-    else:
-        res = pymetis.part_graph(num_parts, xadj=xadj, adjncy=adjncy, options=opts,
-                                 recursive=recursive)
-    return np.asarray(res.vertex_part, dtype=np.int32)
 
 
 class ClusterData:
@@ -81,7 +56,8 @@ class ClusterData:
         if path is not None and path.is_file():
             self.part = self._read(path, n)
         else:
-            self.part = metis_parts(self.csr.graph, self.num_parts, self.seed, self.recursive)
+            self.part = metis_parts(self.csr.graph, self.num_parts, self.seed, self.recursive,
+                                    who=who)
             if path is not None:
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)

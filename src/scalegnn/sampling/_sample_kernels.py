@@ -1,5 +1,5 @@
-"""numba kernels of the GraphSAINT samplers (SPEC §1.1, §2): node, edge, rw, full and frontier,
-each drawing the node sets of many subgraphs at once.
+"""numba kernels of the GraphSAINT samplers (SPEC §1.1, §2): node, edge, rw, full, frontier and
+cluster, each drawing the node sets of many subgraphs at once.
 
 Execution model (inter-sampler parallelism, SPEC §2.2): a call samples ``count`` independent
 subgraphs; ``prange`` runs ``nworkers`` workers, worker ``w`` takes subgraphs ``w, w+W, ...``.
@@ -213,5 +213,41 @@ def sample_frontier(indptr, indices, nodes, m, n, max_deg, eta, db_size, seeds, 
             buf = nodes_buf[i]
             k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
                                    mark[w], state)
+            _finish(indptr, indices, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
+                    ne, i)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sample_cluster(indptr, indices, part_nodes, partptr, q, seeds, clip, bits, mark,
+                   nodes_buf, rowcnt, nv, ne):
+    """ClusterGCN sampler: q distinct parts drawn uniformly by a partial Fisher-Yates over the
+    part ids; V_s = the nodes of those parts (``part_nodes[partptr[c]:partptr[c + 1]]``).
+
+    Each worker keeps one array of part ids and undoes a subgraph's q swaps after it, so
+    every subgraph shuffles the identity (O(q), and the same draw at any thread count)."""
+    count = seeds.shape[0]
+    nw = mark.shape[0]
+    p = partptr.shape[0] - 1
+    for w in nb.prange(nw):
+        ids = np.arange(p)
+        swap = np.empty(q, dtype=np.int64)
+        for i in range(w, count, nw):
+            np.random.seed(seeds[i])
+            buf = nodes_buf[i]
+            k = 0
+            for j in range(q):
+                t = j + _randint(p - j)
+                swap[j] = t
+                c = ids[t]
+                ids[t] = ids[j]
+                ids[j] = c
+                a, b = partptr[c], partptr[c + 1]
+                buf[k:k + b - a] = part_nodes[a:b]
+                k += b - a
+            for j in range(q - 1, -1, -1):
+                t = swap[j]
+                c = ids[t]
+                ids[t] = ids[j]
+                ids[j] = c
             _finish(indptr, indices, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
                     ne, i)

@@ -75,7 +75,7 @@ class GraphSAINTLoader:
         self._presampled: list[Subgraph | None] = presampled
         self._next_presampled = 0   # this rank's k-th batch is stream position r + k W:
         self._next_fresh = len(presampled)  # pre-sampled for k < len(presampled), else fresh
-        self._len = max(1, math.ceil(train_idx.size / max(self.sampler.size_budget, 1.0)))
+        self._len = self.sampler.batches_per_epoch(train_idx.size)
         self._chunk = max(4 * (num_threads or 2), self.pool_depth, 1)
         self._pool: BatchPool | None = None
         self._closed = False

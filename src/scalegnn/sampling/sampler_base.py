@@ -10,6 +10,7 @@ whatever ``num_threads`` is. The samplers themselves live in :mod:`scalegnn.samp
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -123,6 +124,10 @@ class Sampler:
 
     def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
         raise NotImplementedError
+
+    def batches_per_epoch(self, num_train: int) -> int:
+        """Subgraphs per epoch: GraphSAINT's ceil(|V_train| / size_budget) (at least 1)."""
+        return max(1, math.ceil(int(num_train) / max(self.size_budget, 1.0)))
 
     # -------------------------------------------------------------- public
     def __repr__(self):

@@ -1,4 +1,5 @@
-"""GraphSAINT samplers (SPEC §1.1): node, edge, rw, mrw (frontier, Dashboard), full.
+"""GraphSAINT samplers (SPEC §1.1): node, edge, rw, mrw (frontier, Dashboard), full; and
+cluster (ClusterGCN's METIS parts, :mod:`scalegnn.sampling.cluster`).
 
 A sampler holds one graph (symmetric pattern, sorted rows) and the node set to sample from.
 ``sample(count, seed)`` returns ``count`` node-induced subgraphs; subgraph ``start + i`` of a
@@ -21,6 +22,7 @@ from scalegnn.sampling._frontier_kernels import frontier_trace
 from scalegnn.sampling._random_kernels import build_alias
 from scalegnn.sampling._sample_kernels import (sample_edge, sample_frontier, sample_full,
                                                sample_node, sample_rw)
+from scalegnn.sampling.cluster import ClusterSampler
 from scalegnn.sampling.sampler_base import Sampler, _positive_int, stream_seeds
 
 # GraphSAINT `phase` keys that are not budgets; accepted and ignored by make_sampler
@@ -178,7 +180,7 @@ class FullSampler(Sampler):
 
 
 SAMPLERS = {cls.name: cls for cls in (NodeSampler, EdgeSampler, RandomWalkSampler,
-                                      FrontierSampler, FullSampler)}
+                                      FrontierSampler, FullSampler, ClusterSampler)}
 
 
 def make_sampler(name: str, graph: Graph, nodes, params: dict | None = None) -> Sampler:
