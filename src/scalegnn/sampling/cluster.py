@@ -28,13 +28,13 @@ def metis_parts(graph: Graph, num_parts: int, seed: int, recursive: bool = False
     """Part (int32) of each node of ``graph`` (square CSR) by METIS on its symmetrized,
     self-loop-free pattern; the same parts for the same seed. ``who`` names the caller in the
     error when pymetis is missing."""
+    n = graph.num_nodes
+    if num_parts == 1 or n == 0:   # nothing to cut: no METIS (nor pymetis) needed
+        return np.zeros(n, dtype=np.int32)
     try:
         import pymetis
     except ImportError:
         raise ConfigError(f"{who} needs pymetis ({EXTRA})") from None
-    n = graph.num_nodes
-    if num_parts == 1 or n == 0:
-        return np.zeros(n, dtype=np.int32)
     g = graph.symmetrize().remove_self_loops()
     dt = pymetis.zero_copy_dtype() if hasattr(pymetis, "zero_copy_dtype") else np.int64
     xadj = np.ascontiguousarray(g.indptr, dtype=dt)
