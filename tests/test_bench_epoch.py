@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from bench_helpers import assert_cost
 from scalegnn.bench import epoch as bench_epoch
 from scalegnn.errors import ConfigError
 
@@ -46,11 +47,15 @@ def test_epoch_lines_and_summary(capsys, folder):
         assert r["subgraph_nodes_max"] <= 60 * 3                       # roots x (depth + 1)
         assert r["subgraph_edges_mean"] > 0 and np.isfinite(r["loss"])
         assert r["threads"] == 1
+        assert_cost(r, "iteration")
+        assert r["iterations_timed"] == r["iterations"]
     assert summary["nodes"] == 1024 and summary["sampler"] == "rw"
     assert summary["sampler_params"] == {"num_root": 60, "depth": 2}
     assert summary["hidden"] == 16 and summary["arch"] == "1-0-1-0"
     assert summary["presample_s"] > 0 and summary["presampled_subgraphs"] >= 1
     assert summary["epoch_s_median"] == epochs[1]["wall_s"]             # epoch 0 excluded
+    assert_cost(summary, "iteration")
+    assert (summary["wall_s"], summary["cpu_s"]) == (epochs[1]["wall_s"], epochs[1]["cpu_s"])
     # 66/12/22 split of 1024 nodes (inductive: the rw sampler roots on training nodes only)
     assert summary["train_nodes"] == pytest.approx(0.66 * 1024, abs=2)
     for key in ("data_s", "loader_init_s", "wait_share_median", "meets_targets",

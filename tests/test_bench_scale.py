@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from bench_helpers import assert_cost
 from scalegnn.cli import main
 
 SMALL = ["--iterations", "2", "--warmup", "1", "--hidden", "32", "--size-subgraph", "200",
@@ -31,11 +32,19 @@ def test_bench_scale_json_and_reuse(capsys, tmp_path):
         assert r["rss_ratio_above_baseline"] == pytest.approx(
             (r["peak_rss"] - r["baseline_rss"]) / r["sum_bytes"])
         assert len(r["load_avg_start"]) == 3 and len(r["load_avg_end"]) == 3
-        assert r["generate_s"] > 0
+        assert r["generate_s"] > 0 and r["generate_cpu_s"] > 0
+        assert_cost(r, "iteration")
+        assert r["iterations_timed"] == 2
+        assert r["wall_s"] >= r["iteration_s_median"]
+        # the parent counts the whole measuring child: more than its timed iterations
+        assert r["child_cpu_s"] > r["cpu_s"] and r["child_wall_s"] > r["wall_s"]
     assert "eval_s" not in first
     assert second["eval_path"] == "neighbourhood" and second["eval_finite"]
     assert second["eval_stats"]["blocks"] >= 1 and second["eval_peak_rss"] >= second["peak_rss"]
     assert summary["summary"] and summary["scales"] == [9, 10] and summary["failed"] == 0
+    assert second["eval_cpu_s"] > 0
+    assert_cost(summary)
+    assert summary["cpu_s"] >= first["child_cpu_s"] + second["child_cpu_s"]
     assert summary["iteration_ratio"] == pytest.approx(
         second["iteration_s_median"] / first["iteration_s_median"])
     # the generated folders are reused

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from bench_helpers import assert_cost
 from scalegnn.cli import main
 
 
@@ -23,6 +24,10 @@ def test_bench_spmm_json(capsys):
     assert case["ratio_vs_plain"] == pytest.approx(case["plain_ms"] / case["picked_ms"])
     assert case["ratio_plain_vs_torch"] == pytest.approx(case["torch_ms"] / case["plain_ms"])
     assert summary["kind"] == "summary" and summary["model_agrees"] == int(case["model_agrees"])
+    assert_cost(case, "call")
+    assert case["calls_timed"] == 2 * len(case["cpu_ms"]) and case["cpu_ms"]["rows"] >= 0
+    assert_cost(summary, "case")
+    assert summary["cpu_s"] >= case["cpu_s"] and summary["cases_timed"] == 1
 
 
 def test_bench_step_json(capsys):
@@ -34,6 +39,9 @@ def test_bench_step_json(capsys):
     for r in (model, plain):
         assert r["gemm_calls"] > 0 and r["spmm_ms"] > 0
         assert r["iteration_ms"] == pytest.approx(r["gemm_alone_ms"] + r["spmm_ms"] + r["other_ms"])
+        assert_cost(r, "iteration")
+        assert r["iterations_timed"] == 1
+        assert r["wall_s"] == pytest.approx(r["iteration_ms"] / 1e3)      # one round
 
 
 def test_bench_eval_json(capsys):
@@ -42,3 +50,6 @@ def test_bench_eval_json(capsys):
     small, whole = _lines(capsys)
     assert (small["batch_rows"], whole["batch_rows"]) == (100, 1024)
     assert whole["max_abs_diff_vs_first"] < 1e-4
+    for r in (small, whole):
+        assert_cost(r, "call")
+        assert r["calls_timed"] == 1 and r["wall_s"] == pytest.approx(r["time_s"])

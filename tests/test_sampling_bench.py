@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from bench_helpers import assert_cost
 from scalegnn.cli import main
 from scalegnn.data import load_dataset
 from scalegnn.sampling import Normalization, make_sampler
@@ -22,6 +23,9 @@ def test_bench_sample_json_lines(capsys):
     g = load_dataset("kronecker:9:4").graph
     for r in lines:
         assert r["subgraphs_per_s"] > 0 and r["presample_seconds"] >= 0
+        assert_cost(r, "subgraph")
+        assert r["subgraphs_timed"] == 3 and r["presample_cpu_s"] >= 0
+        assert r["load_avg_1min"] == r["load_avg"][0]
         assert r["graph_nodes"] == g.num_nodes and r["graph_edges"] == g.num_edges
         s = make_sampler(r["sampler"], g, np.arange(g.num_nodes), r["budget"])
         subs = s.sample(3, seed=1)  # the timed call: seed + 1, stream indices 0..2

@@ -16,7 +16,10 @@ trainer's own loader and ``Trainer.train_step``, timed per iteration as
             part of it spent in SpMM kernels, ``ops.spmm.spmm_timer``)
   other   = epoch wall − wait − compute (loop overhead, garbage collection)
   cpu_s   = process CPU seconds over the epoch (all threads: trainer, OpenMP teams, sampler);
-            on a shared, loaded machine wall time inflates but this stays close to the work
+            on a shared, loaded machine wall time inflates but this stays close to the work;
+            ``cpu_per_iteration`` / ``wall_per_iteration``: per training iteration
+            (:mod:`scalegnn.bench.measure`; measured in the process that trains, the child
+            when there is one)
 
 Pre-sampling (normalization, coverage 50) happens when the loader is built and is reported
 once (``presample_s``), never inside an epoch. ``--fresh`` skips the pre-sampled subgraphs so
@@ -38,7 +41,8 @@ replay's process CPU seconds, far less inflated by other processes on the cores 
 time (but blind to time a thread sleeps, e.g. serial sections, so it reads lower).
 
 One JSON line per epoch, then a summary line (``"summary": true``) with the median epoch
-(epoch 0 excluded when there are more: it carries numba compilation) against the targets
+(epoch 0 excluded when there are more: it carries numba compilation; ``wall_s``, ``cpu_s``
+and ``cpu_per_iteration`` there sum those epochs) against the targets
 ``ratio_vs_gemm_floor <= 1.5`` (median of the epochs' ratios) and ``wait_share < 0.10``.
 """
 
@@ -56,6 +60,7 @@ import numpy as np
 
 from scalegnn.bench.child import run_child
 from scalegnn.bench.gemm import GemmReplay, GemmTemplate, record_gemms
+from scalegnn.bench.measure import Clock, cost_fields, load_avg
 from scalegnn.config import Config
 from scalegnn.config.flags import MAX_THREADS, SEED, WIDTH, count, name_flags
 from scalegnn.data import load_dataset
@@ -159,15 +164,14 @@ def time_epoch(trainer, loader, epoch: int, keep: list | None = None) -> dict:
                                                       for b in keep):
             keep.append(batch)
 
-    c_start, t_start = time.process_time(), time.perf_counter()
-    with spmm_timer() as tm:
+    with spmm_timer() as tm, Clock() as clock:
         rec = trainer.run_epoch(epoch, on_batch=on_batch)  # the loop of every run
-    wall = time.perf_counter() - t_start
-    cpu = time.process_time() - c_start
+    wall = clock.wall_s
     wait, compute = rec["sample_s"], rec["compute_s"]
     return {"bench": "epoch", "epoch": epoch + 1, "wall_s": wall, "iterations": rec["iterations"],
             "wait_s": wait, "compute_s": compute, "other_s": wall - wait - compute,
-            "spmm_s": tm["seconds"], "spmm_calls": tm["calls"], "cpu_s": cpu,
+            "spmm_s": tm["seconds"], "spmm_calls": tm["calls"],
+            **clock.fields(rec["iterations"], "iteration"),
             "wait_share": wait / wall if wall > 0 else 0.0,
             "presampled_batches": int(presampled[0]),
             "loss": rec["loss"],
@@ -275,7 +279,7 @@ def _measure(args) -> int:
             rec["gemm_floor_cpu_s"] = floor_cpu
             rec["cpu_ratio_vs_gemm_floor"] = rec["cpu_s"] / floor_cpu if floor_cpu else None
             rec["threads"] = threads
-            rec["load_avg"] = list(os.getloadavg())
+            rec["load_avg"] = load_avg()                 # after the replay
             records.append(rec)
             print(json.dumps({k: v for k, v in rec.items() if k != "subgraph_nodes"}),
                   flush=True)
@@ -313,6 +317,7 @@ def _measure(args) -> int:
         "meets_targets": ratio is not None and ratio <= TARGET_RATIO_VS_GEMM_FLOOR
         and wait_share < TARGET_WAIT_SHARE,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
-        "load_avg": list(os.getloadavg()),
+        **cost_fields(sum(r["wall_s"] for r in steady), sum(r["cpu_s"] for r in steady),
+                      sum(r["iterations"] for r in steady), "iteration"),
     }), flush=True)
     return 0

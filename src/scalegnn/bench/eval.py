@@ -4,7 +4,10 @@ Runs ``scalegnn.engine.evaluate.full_graph_logits`` (layer by layer, row blocks 
 ``batch_rows``) with the PPI-shaped model on a whole graph, for several block sizes. Memory is
 the peak resident set size while the call runs, sampled every 2 ms by a watcher thread, minus
 the RSS just before it (``peak_delta_MiB``); ``layer_output_MiB`` is the analytic size of the
-widest layer output (n x width x 4 bytes) for comparison. Time: median of ``--repeat`` calls.
+widest layer output (n x width x 4 bytes) for comparison. Time: median of ``--repeat`` calls
+(``time_s``); ``wall_s`` / ``cpu_s`` / ``cpu_per_call``: wall and process CPU seconds of all
+of them (:mod:`scalegnn.bench.measure`; the RSS watcher's small share included), with the
+load average after them.
 Logits of every block size are checked against the first one (max abs difference reported).
 """
 
@@ -13,12 +16,12 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 
 import numba
 import numpy as np
 import torch
 
+from scalegnn.bench.measure import Clock
 from scalegnn.config.flags import MAX_THREADS, REPEATS, SEED, WIDTH, count, name_flags
 from scalegnn.data import load_dataset
 from scalegnn.engine.evaluate import full_graph_logits
@@ -82,12 +85,12 @@ def run(args) -> int:
     first = None
     full_graph_logits(model, ds.graph, feats, min(args.batch_rows), adj=adj)   # warm-up/compile
     for rows in args.batch_rows:
-        times, peaks, spmm_s = [], [], []
+        times, peaks, spmm_s, clock = [], [], [], Clock()
         for _ in range(max(args.repeat, 1)):
             with _PeakRSS() as mem, spmm_timer() as tm:
-                t = time.perf_counter()
-                logits = full_graph_logits(model, ds.graph, feats, rows, adj=adj)
-                times.append(time.perf_counter() - t)
+                with clock:
+                    logits = full_graph_logits(model, ds.graph, feats, rows, adj=adj)
+                times.append(clock.last_wall_s)
             peaks.append(mem.peak - mem.base)
             spmm_s.append(tm["seconds"])
         if first is None:
@@ -101,6 +104,7 @@ def run(args) -> int:
             "peak_delta_MiB": float(np.median(peaks)) / 2**20,
             "layer_output_MiB": n * widest * 4 / 2**20,
             "max_abs_diff_vs_first": diff, "repeat": len(times),
+            **clock.fields(len(times), "call"),
         }), flush=True)
         del logits
     return 0

@@ -1,24 +1,29 @@
 """``scalegnn bench extract``: shaDow-GNN extractor throughput (SPEC §4).
 
 One JSON line per extractor configuration: targets per second at each ``--threads`` count
-(best, median and worst of ``--repeats`` passes over ``--targets`` random nodes, seeded,
-``--batch`` targets per ``extract`` call, the block-diagonal CSR built as the trainer uses it),
-mean nodes and edges per target subgraph, and the 1-minute load average after each thread
-count (the box may be shared: compare thread counts only when it is below the core count).
+(best, median and worst of ``--repeats`` passes over ``--targets`` distinct random nodes,
+seeded, drawn without replacement — at most every node once: a larger ``--targets`` is cut to
+the node count with a warning line — ``--batch`` targets per ``extract`` call, the
+block-diagonal CSR built as the trainer uses it), with the wall and process CPU seconds of
+those passes per target (:mod:`scalegnn.bench.measure`: ``cpu_per_target``) and the load
+average after each thread count (the box may be shared: compare thread counts only when it
+is below the core count); the record's own ``wall_s`` / ``cpu_s`` / ``cpu_per_target`` cover
+the passes of every thread count. Mean nodes and edges per target subgraph.
 PPR lists are computed once up front at the largest thread count; that precompute time is
-reported apart (``precompute_seconds``) and excluded from targets/s.
+reported apart (``precompute_seconds``, ``precompute_cpu_s``) and excluded from targets/s.
 Defaults: ``ppr`` alpha 0.15, eps 1e-6, k 200; ``khop`` depth 2, budget 20.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import statistics
+import sys
 import time
 
 import numpy as np
 
+from scalegnn.bench.measure import Clock, load_avg
 from scalegnn.bench.sample import _int_list
 from scalegnn.config.flags import REPEATS, SEED, count, name_flags
 from scalegnn.config.schema import INT32_MAX
@@ -38,7 +43,7 @@ def add_arguments(p):
     p.add_argument("--extractors", default="ppr,khop", help="comma list (default %(default)s)")
     p.add_argument("--threads", default="1,2", help="comma list of thread counts (default 1,2)")
     p.add_argument("--targets", type=count(1, INT32_MAX), default=4096,
-                   help="random target nodes (seeded)")
+                   help="distinct random target nodes (seeded; at most the node count)")
     p.add_argument("--batch", type=count(1, 1 << 20), default=256, help="targets per extract call")
     p.add_argument("--repeats", type=REPEATS, default=3, help="timed passes per thread count")
     p.add_argument("--param", action="append", default=[], metavar="EXTRACTOR.KEY=VALUE",
@@ -78,10 +83,11 @@ def run(args) -> int:
     t0 = time.perf_counter()
     graph = load_dataset(args.data, seed=args.seed).graph
     load_s = time.perf_counter() - t0
-    targets = np.random.default_rng(args.seed).integers(0, graph.num_nodes, args.targets)
+    targets = draw_targets(graph.num_nodes, args.targets, args.seed)
     batches = [targets[a:a + args.batch] for a in range(0, targets.size, args.batch)]
     base = {"bench": "extract", "data": args.data, "graph_nodes": graph.num_nodes,
-            "graph_edges": graph.num_edges, "targets": int(targets.size), "batch": args.batch,
+            "graph_edges": graph.num_edges, "targets": int(targets.size),
+            "targets_requested": args.targets, "batch": args.batch,
             "repeats": args.repeats, "load_seconds": round(load_s, 3)}
     for name in names:
         rec = {**base, "extractor": name, "params": params[name]}
@@ -89,31 +95,45 @@ def run(args) -> int:
         if name == "ppr":
             PPRExtractor(graph, **params[name]).precompute(targets[:1])   # compile first
             ex = PPRExtractor(graph, cache_dir=args.cache_dir, **params[name])
-            ex.precompute(targets)
+            with Clock() as pre:
+                ex.precompute(targets)
             rec["precompute_seconds"] = round(ex.precompute_seconds, 3)
+            rec["precompute_cpu_s"] = pre.cpu_s
             rec["precompute_threads"] = max(threads)
             rec["precompute_cache_hit"] = ex.cache_hit and ex.num_computed == 0
         else:
             ex = KHopExtractor(graph, **params[name])
         ex.extract(batches[0], seed=args.seed)       # compile / warm up
-        rates, nv, ne = {}, [], []
+        rates, nv, ne, total = {}, [], [], Clock()
         for th in threads:
             set_threads(th)
-            r = []
+            r, clock = [], Clock()
             for rep in range(args.repeats):
-                t = time.perf_counter()
-                for b in batches:
-                    ts = ex.extract(b, seed=args.seed + rep)
-                    if th == threads[0] and rep == 0:
-                        nv.append(ts.num_nodes)
-                        ne.append(ts.num_edges)
-                r.append(targets.size / (time.perf_counter() - t))
+                with clock, total:
+                    for b in batches:
+                        ts = ex.extract(b, seed=args.seed + rep)
+                        if th == threads[0] and rep == 0:
+                            nv.append(ts.num_nodes)
+                            ne.append(ts.num_edges)
+                r.append(targets.size / clock.last_wall_s)
             rates[str(th)] = {"targets_per_s": round(max(r), 1),
                               "targets_per_s_median": round(statistics.median(r), 1),
                               "targets_per_s_min": round(min(r), 1),
-                              "load_avg_1min": round(os.getloadavg()[0], 2)}
+                              **clock.fields(targets.size * args.repeats, "target"),
+                              "load_avg_1min": load_avg()[0]}
         rec["threads"] = rates
         rec["nodes_per_target"] = round(sum(nv) / targets.size, 1)
         rec["edges_per_target"] = round(sum(ne) / targets.size, 1)
+        rec.update(total.fields(targets.size * args.repeats * len(threads), "target"))
         print(json.dumps(rec), flush=True)
     return 0
+
+
+def draw_targets(num_nodes: int, n: int, seed: int) -> np.ndarray:
+    """``n`` distinct nodes drawn at random (seeded), in drawn order; at most every node once
+    (a larger ``n`` is cut to ``num_nodes`` with a warning line on stderr)."""
+    if n > num_nodes:
+        print(f"scalegnn: warning: --targets {n} is more than the graph's {num_nodes} nodes: "
+              f"timing all {num_nodes} (targets are distinct)", file=sys.stderr, flush=True)
+        n = num_nodes
+    return np.random.default_rng(seed).choice(num_nodes, size=n, replace=False)

@@ -22,6 +22,8 @@ import time
 import numpy as np
 import torch
 
+from scalegnn.bench.measure import Clock
+
 GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm")
 
 
@@ -168,11 +170,9 @@ class GemmReplay:
     def floor_times(self, template: GemmTemplate, rows) -> tuple[float, float]:
         """(wall seconds, process CPU seconds) of :meth:`floor_seconds`' replay. CPU time
         counts every thread's work and hardly grows when other processes share the cores."""
-        wall = cpu = 0.0
+        clock = Clock()
         for n in rows:
             run = self.prepare(template.calls_for(int(n)))
-            c, t = time.process_time(), time.perf_counter()
-            run()
-            wall += time.perf_counter() - t
-            cpu += time.process_time() - c
-        return wall, cpu
+            with clock:
+                run()
+        return clock.wall_s, clock.cpu_s

@@ -2,10 +2,13 @@
 
 One JSON line per (sampler, threads): subgraphs per second (best and median of ``--repeats``
 calls of ``--count`` subgraphs each, CSR + parent edge ids + transpose permutation + edge
-values built, as the loader uses them), process CPU ms per subgraph (all threads; less
-sensitive than wall time to other load on a shared machine), mean nodes and edges per
-subgraph, the 1-minute load average at the end of the (sampler, threads) cell, and the time of
-``Normalization.estimate`` at ``--coverage`` (counting only; subgraphs are not kept).
+values built, as the loader uses them), process CPU per subgraph (all threads; less
+sensitive than wall time to other load on a shared machine): ``cpu_ms_per_subgraph`` of the
+best call, and the wall and CPU seconds of all the calls (``wall_s``, ``cpu_s``,
+``cpu_per_subgraph``: :mod:`scalegnn.bench.measure`), mean nodes and edges per subgraph, the
+load average at the end of the (sampler, threads) cell (``load_avg``; ``load_avg_1min`` its
+first value), and the wall and CPU time of ``Normalization.estimate`` at ``--coverage``
+(counting only; subgraphs are not kept).
 Default budgets are the reference PPI ones: rw 3000 roots x 2 hops, edge 4000, node 6000,
 mrw 8000 nodes / 2500 frontier. By default the whole graph is sampled over all its nodes;
 ``--inductive`` samples the training graph over the training nodes instead.
@@ -14,12 +17,12 @@ mrw 8000 nodes / 2500 frontier. By default the whole graph is sampled over all i
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 
 import numpy as np
 
+from scalegnn.bench.measure import Clock
 from scalegnn.config.flags import REPEATS, SEED, count, name_flags, real
 from scalegnn.data import load_dataset
 from scalegnn.errors import ConfigError
@@ -97,14 +100,14 @@ def run(args) -> int:
         sampler.sample(max(threads), seed=args.seed, num_threads=max(threads))  # compile, warm
         first_rate = None
         for th in threads:
-            rates, cpu, nv, ne = [], [], [], []
+            rates, cpu, nv, ne, clock = [], [], [], [], Clock()
             for r in range(args.repeats):
-                t, c = time.perf_counter(), time.process_time()
-                subs = sampler.sample(args.count, seed=args.seed + 1, num_threads=th,
-                                      start=r * args.count, edge_values=edge_values,
-                                      row_scale="inverse_degree")
-                rates.append(args.count / (time.perf_counter() - t))
-                cpu.append((time.process_time() - c) / args.count)
+                with clock:
+                    subs = sampler.sample(args.count, seed=args.seed + 1, num_threads=th,
+                                          start=r * args.count, edge_values=edge_values,
+                                          row_scale="inverse_degree")
+                rates.append(args.count / clock.last_wall_s)
+                cpu.append(clock.last_cpu_s / args.count)
                 nv += [s.num_nodes for s in subs]
                 ne += [s.num_edges for s in subs]
                 del subs
@@ -116,16 +119,19 @@ def run(args) -> int:
                    "edges_per_subgraph": round(float(np.mean(ne)), 1),
                    "count": args.count, "repeats": args.repeats,
                    # the box is shared: thread scaling means little when load > cores
-                   "load_avg_1min": round(os.getloadavg()[0], 2)}
+                   **clock.fields(args.count * args.repeats, "subgraph")}
+            rec["load_avg_1min"] = rec["load_avg"][0]
             if first_rate is None:
                 first_rate = max(rates)
             else:
                 rec["speedup_vs_first"] = round(max(rates) / first_rate, 3)
             if args.coverage > 0:
-                t = time.perf_counter()
-                norm, _ = Normalization.estimate(sampler, nodes, graph.num_nodes, args.coverage,
-                                                 seed=args.seed, num_threads=th, keep=False)
-                rec["presample_seconds"] = round(time.perf_counter() - t, 3)
+                with Clock() as pre:
+                    norm, _ = Normalization.estimate(sampler, nodes, graph.num_nodes,
+                                                     args.coverage, seed=args.seed,
+                                                     num_threads=th, keep=False)
+                rec["presample_seconds"] = round(pre.wall_s, 3)
+                rec["presample_cpu_s"] = round(pre.cpu_s, 3)
                 rec["presample_subgraphs"] = norm.num_subgraphs
                 rec["coverage"] = args.coverage
             print(json.dumps(rec), flush=True)

@@ -41,8 +41,16 @@ of one training iteration stops growing with the graph. Per scale ``s`` in ``--s
   activation fits the memory budget, else the neighbourhood path) with its seconds, path and
   the process's peak RSS after it.
 
-One JSON line per scale (load average at its start and end), then a summary line with
-``iteration_ratio`` = median iteration at the largest scale / at the smallest (target <= 1.25).
+* cost (:mod:`scalegnn.bench.measure`): ``wall_s`` / ``cpu_s`` / ``cpu_per_iteration`` of the
+  timed iterations, measured in the child (process CPU: trainer, OpenMP teams and the pool's
+  sampler thread); ``eval_cpu_s`` beside ``eval_s``; ``generate_cpu_s`` (the generator's
+  process) beside ``generate_s``; ``child_wall_s`` / ``child_cpu_s``: the whole measuring
+  process (imports, loading, training, evaluation), counted by the parent.
+
+One JSON line per scale (load average at its start, after training (``load_avg``) and at its
+end), then a summary line with ``iteration_ratio`` = median iteration at the largest scale / at
+the smallest (target <= 1.25), and the wall and CPU seconds of the whole command, its child
+processes included.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from pathlib import Path
 
 import scalegnn.sampling  # noqa: F401  (numba kernels: part of the process floor, not the data)
 from scalegnn.bench.child import run_child
+from scalegnn.bench.measure import Clock, cost_fields, load_avg
 from scalegnn.config import Config
 from scalegnn.config.flags import MAX_THREADS, SEED, WIDTH, count, name_flags
 from scalegnn.config.schema import INT32_MAX
@@ -138,21 +147,48 @@ def folder_name(args, scale: int) -> str:
             f"-s{args.seed}")
 
 
-def _generate(args, scale: int, folder: Path) -> float:
-    """Write the scale's folder in a subprocess (seconds); nothing when it exists."""
+def _generate(args, scale: int, folder: Path) -> Clock:
+    """Write the scale's folder in a subprocess: its wall and CPU seconds (0 when the folder
+    exists)."""
+    clock = Clock(children=True)
     if folder.exists():
-        return 0.0
+        return clock
     code = ("import json, sys; from scalegnn.bench.child import child_main; "
             "from scalegnn.data.synthetic import kronecker_dataset; "
             "a = json.loads(sys.argv[1]); "
             "sys.exit(child_main(lambda: kronecker_dataset(a['scale'], a['ef'], "
             "features=a['features'], classes=a['classes'], seed=a['seed'], out=a['out'])))")
-    t0 = time.perf_counter()
-    rc, _ = run_child(code, {"scale": scale, "ef": args.edge_factor, "features": args.features,
-                             "classes": args.classes, "seed": args.seed, "out": str(folder)})
+    with clock:
+        rc, _ = run_child(code, {"scale": scale, "ef": args.edge_factor,
+                                 "features": args.features, "classes": args.classes,
+                                 "seed": args.seed, "out": str(folder)})
     if rc != 0:
         raise ConfigError(f"--scales: generating {folder} failed (exit {rc})")
-    return time.perf_counter() - t0
+    return clock
+
+
+def _one_scale(args, s: int, folder: Path, do_eval: bool) -> dict:
+    """Generate (if needed) and measure one scale in a fresh interpreter: its record."""
+    gen = _generate(args, s, folder)
+    payload = {k: v for k, v in vars(args).items() if not callable(v)}
+    payload.update(scale=s, folder=str(folder), do_eval=do_eval,
+                   generate_s=gen.wall_s, generate_cpu_s=gen.cpu_s)
+    code = ("import json, sys; from scalegnn.bench.child import child_main; "
+            "from scalegnn.bench.scale import measure; "
+            "sys.exit(child_main(lambda: print(json.dumps(measure(json.loads("
+            "sys.argv[1]))), flush=True)))")
+    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    with Clock(children=True) as child:
+        rc, out = run_child(code, payload, env)
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    # the child prints its training record before evaluating: keep it if eval dies
+    rec = json.loads(lines[-1]) if lines else {"bench": "scale", "scale": s}
+    rec.update(child_wall_s=child.wall_s, child_cpu_s=child.cpu_s)
+    if rc != 0:
+        rec.update(error=f"exit {rc}" + (" during eval" if lines else ""),
+                   load_avg_end=load_avg())
+        rec.setdefault("load_avg", rec["load_avg_end"])
+    return rec
 
 
 def run(args) -> int:
@@ -163,27 +199,13 @@ def run(args) -> int:
         tmp = Path(tempfile.mkdtemp(prefix="scalegnn-bench-scale-"))
         root = tmp
     root.mkdir(parents=True, exist_ok=True)
-    records = []
+    records, total = [], Clock(children=True)
     try:
-        for s in scales:
-            folder = root / folder_name(args, s)
-            gen_s = _generate(args, s, folder)
-            payload = {k: v for k, v in vars(args).items() if not callable(v)}
-            payload.update(scale=s, folder=str(folder), do_eval=s in evals, generate_s=gen_s)
-            code = ("import json, sys; from scalegnn.bench.child import child_main; "
-                    "from scalegnn.bench.scale import measure; "
-                    "sys.exit(child_main(lambda: print(json.dumps(measure(json.loads("
-                    "sys.argv[1]))), flush=True)))")
-            env = dict(os.environ, OMP_WAIT_POLICY="passive")
-            rc, out = run_child(code, payload, env)
-            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-            # the child prints its training record before evaluating: keep it if eval dies
-            rec = json.loads(lines[-1]) if lines else {"bench": "scale", "scale": s}
-            if rc != 0:
-                rec.update(error=f"exit {rc}" + (" during eval" if lines else ""),
-                           load_avg_end=list(os.getloadavg()))
-            records.append(rec)
-            print(json.dumps(rec), flush=True)
+        with total:
+            for s in scales:
+                rec = _one_scale(args, s, root / folder_name(args, s), s in evals)
+                records.append(rec)
+                print(json.dumps(rec), flush=True)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -195,7 +217,7 @@ def run(args) -> int:
                "rss_ratio_above_baseline": [r["rss_ratio_above_baseline"] for r in done],
                "target_iteration_ratio": TARGET_ITERATION_RATIO,
                "target_rss_ratio": TARGET_RSS_RATIO, "failed": failed,
-               "load_avg": list(os.getloadavg())}
+               **total.fields()}
     if len(done) >= 2:
         lo, hi = min(done, key=lambda r: r["scale"]), max(done, key=lambda r: r["scale"])
         ratio = hi["iteration_s_median"] / lo["iteration_s_median"]
@@ -260,7 +282,7 @@ def measure(a: dict) -> dict:
     import numpy as np
     import torch
 
-    load_start = list(os.getloadavg())
+    load_start = load_avg()
     baseline = peak_rss_bytes()
     threads = set_threads(a["threads"])
     t0 = time.perf_counter()
@@ -271,18 +293,20 @@ def measure(a: dict) -> dict:
     # whose memory other processes hold, before anything could be measured)
     trainer = Trainer(ds, _config(a), None, seed=a["seed"], progress=False, force=True)
     loader = trainer.mode.loader(0)
-    times, waits, batch_bytes = [], [], []
+    times, waits, batch_bytes, cpu, clock = [], [], [], 0.0, Clock()
     try:
         for i in range(a["warmup"] + a["iterations"]):
-            t0 = time.perf_counter()
-            batch = loader.next_batch()
-            t1 = time.perf_counter()
-            trainer.train_step(batch)
-            t2 = time.perf_counter()
+            with clock:
+                t0 = time.perf_counter()
+                batch = loader.next_batch()
+                t1 = time.perf_counter()
+                trainer.train_step(batch)
+                t2 = time.perf_counter()
             batch_bytes.append(_batch_bytes(batch))
             if i >= a["warmup"]:
                 times.append(t2 - t0)
                 waits.append(t1 - t0)
+                cpu += clock.last_cpu_s
             del batch
         produced = max(loader._next_fresh - len(loader._presampled), 1)  # fresh subgraphs
         sampler_s = loader.stats["sample_seconds"] / produced
@@ -307,25 +331,27 @@ def measure(a: dict) -> dict:
            "step_s_median": float(np.median(t - np.asarray(waits))),
            "sampling_share": float(np.sum(waits) / np.sum(t)),
            "sampler_s_per_subgraph": sampler_s, "sampler_threads": threads,
-           "generate_s": a["generate_s"], "load_s": load_s, "load_peak_rss": load_peak,
+           "generate_s": a["generate_s"], "generate_cpu_s": a.get("generate_cpu_s"),
+           "load_s": load_s, "load_peak_rss": load_peak,
            "baseline_rss": baseline, "peak_rss": peak_train,
            "peak_rss_above_baseline": peak_train - baseline,
            "csr_bytes": csr, "features_bytes": feats, "model_bytes": model, "pool_bytes": pool,
            "pool_batches": queue_batches, "sum_bytes": total,
            "rss_ratio": peak_train / total,
            "rss_ratio_above_baseline": (peak_train - baseline) / total,
-           "load_avg_start": load_start}
+           "load_avg_start": load_start,
+           **cost_fields(float(np.sum(t)), cpu, len(times), "iteration")}
     if a["do_eval"]:
         print(json.dumps(rec), flush=True)
         stats = {}
-        t0 = time.perf_counter()
-        _progress(stats, t0)
-        logits = full_graph_logits(trainer.model, g, ds.features,
-                                   trainer.config.params["eval_batch_rows"],
-                                   path=a.get("eval_path", "auto"), stats=stats)
-        rec.update(eval_s=time.perf_counter() - t0, eval_path=stats.get("path"),
+        _progress(stats, time.perf_counter())
+        with Clock() as ev:
+            logits = full_graph_logits(trainer.model, g, ds.features,
+                                       trainer.config.params["eval_batch_rows"],
+                                       path=a.get("eval_path", "auto"), stats=stats)
+        rec.update(eval_s=ev.wall_s, eval_cpu_s=ev.cpu_s, eval_path=stats.get("path"),
                    eval_stats={k: v for k, v in stats.items() if k != "path"},
                    eval_peak_rss=peak_rss_bytes(), eval_finite=bool(torch.isfinite(logits).all()))
         del logits
-    rec["load_avg_end"] = list(os.getloadavg())
+    rec["load_avg_end"] = load_avg()
     return rec

@@ -6,7 +6,10 @@ feature-partitioned kernel (the seeds' Q_f), a plain row-parallel loop (the cali
 issue's targets assume), torch.sparse.mm on the same CSR, the backward
 (``adj.t() @ G``) with the picked kernel and with torch; the cost model's pick and prediction,
 whether the pick was the faster kernel, ratios vs torch and effective GB/s. Calls of all
-kernels are interleaved per repeat, so machine load hits them alike.
+kernels are interleaved per repeat, so machine load hits them alike. ``cpu_ms`` holds each
+kernel's median process CPU ms per call (all threads); ``wall_s`` / ``cpu_s`` /
+``cpu_per_call`` cover every timed call of the case (:mod:`scalegnn.bench.measure`), and every
+line (the triad line and the summary too) carries them and the load average.
 
 Graph: G(n, m) random pairs, symmetrized (symmetric pattern, sorted rows), row-normalized;
 the transpose shares the pattern and permutes data (journal Alg. 6), as for sampled subgraphs.
@@ -16,12 +19,12 @@ Effective bytes = the gathered X rows (nnz·f·s) + out (n·f·s) + the CSR (nnz
 from __future__ import annotations
 
 import json
-import time
 
 import numba
 import numpy as np
 import torch
 
+from scalegnn.bench.measure import Clock
 from scalegnn.config.flags import MAX_THREADS, REPEATS, SEED, WIDTH, count, name_flags, real
 from scalegnn.config.schema import INT32_MAX
 from scalegnn.graph import Graph
@@ -67,17 +70,24 @@ def _plain(adj: SparseAdj, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def time_interleaved(fns: dict, repeat: int) -> dict:
-    """Median seconds per call of each function; one warm-up call each, calls interleaved."""
+def time_interleaved(fns: dict, repeat: int, clock: Clock | None = None) -> dict:
+    """Median seconds per call of each function; one warm-up call each, calls interleaved.
+    With ``clock``: also its median process CPU seconds per call under ``"cpu"`` (a dict),
+    and ``clock`` sums the wall and CPU seconds of every timed call."""
     for fn in fns.values():
         fn()
+    clock = clock if clock is not None else Clock()
     times = {k: [] for k in fns}
+    cpu = {k: [] for k in fns}
     for _ in range(repeat):
         for k, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: float(np.median(v)) for k, v in times.items()}
+            with clock:
+                fn()
+            times[k].append(clock.last_wall_s)
+            cpu[k].append(clock.last_cpu_s)
+    out = {k: float(np.median(v)) for k, v in times.items()}
+    out["cpu"] = {k: float(np.median(v)) for k, v in cpu.items()}
+    return out
 
 
 def run_case(n, f, degree, dtype, repeat, seed, membw_gbps=None) -> dict:
@@ -99,7 +109,8 @@ def run_case(n, f, degree, dtype, repeat, seed, membw_gbps=None) -> dict:
     if pr.tile < f:  # is the column tiling worth it? measure the untiled kernel too
         pu = costmodel.Plan("rows", f, pf.width, pf.q_f, pr.threads, {})
         fns["rows_untiled"] = lambda: spmm_forward(adj, x, plan=pu)
-    t = time_interleaved(fns, repeat)
+    clock = Clock()
+    t = time_interleaved(fns, repeat, clock)
     ref = torch.sparse.mm(a_t, x)
     for k in ("rows", "features", "plain"):   # a benchmark of a wrong kernel is worthless
         got = fns[k]()
@@ -128,6 +139,8 @@ def run_case(n, f, degree, dtype, repeat, seed, membw_gbps=None) -> dict:
         "effective_GBps": eff_bytes / t[auto.kernel] / 1e9,
         "membw_GBps": membw_gbps,
         "repeat": repeat,
+        "cpu_ms": {k: v * 1e3 for k, v in t["cpu"].items()},
+        **clock.fields(repeat * len(fns), "call"),
     }
     if "rows_untiled" in t:
         rec["rows_untiled_ms"] = t["rows_untiled"] * 1e3
@@ -138,22 +151,26 @@ def run(args) -> int:
     torch.set_num_threads(args.threads)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     c = costmodel.read_caches()
-    membw = None
+    membw, total = None, Clock()
     if not args.no_membw:
-        mb = triad_bandwidth(repeat=max(args.repeat, 3))
+        with Clock() as clock, total:
+            mb = triad_bandwidth(repeat=max(args.repeat, 3))
         membw = mb["triad_GBps"]
         print(json.dumps({"bench": "spmm", "kind": "membw", "threads": num_threads(), **mb,
                           "caches": {"l1": c.l1, "l2": c.l2, "l3": c.l3,
-                                     "l3_sharing": c.l3_sharing, "source": c.source}}), flush=True)
+                                     "l3_sharing": c.l3_sharing, "source": c.source},
+                          **clock.fields()}), flush=True)
     if args.n is not None or args.f is not None:
         cases = [(args.n or 8000, args.f or 512)]
     else:
         cases = DEFAULT_CASES + MODEL_CHECK_CASES
     agree = 0
     for n, f in cases:
-        rec = run_case(n, f, args.degree, args.dtype, args.repeat, args.seed, membw)
+        with total:
+            rec = run_case(n, f, args.degree, args.dtype, args.repeat, args.seed, membw)
         agree += rec["model_agrees"]
         print(json.dumps(rec), flush=True)
+    # the summary's wall and CPU seconds: the whole command (cases with their set-up)
     print(json.dumps({"bench": "spmm", "kind": "summary", "cases": len(cases),
-                      "model_agrees": agree}), flush=True)
+                      "model_agrees": agree, **total.fields(len(cases), "case")}), flush=True)
     return 0

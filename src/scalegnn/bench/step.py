@@ -17,7 +17,9 @@ SpMM. ``ratio_vs_gemm`` = median over rounds of iteration / GEMMs alone (target 
 on the cores inflate far less than wall time (but which misses time a thread sleeps).
 ``gemm_in_iteration_ms``: what the products took inside one profiled iteration (profiler
 overhead included); ``profile_top``: the ops with the most self time in that profiled
-iteration (where "other" goes). Other fields are medians over the ``--repeat`` rounds.
+iteration (where "other" goes). Other fields are medians over the ``--repeat`` rounds, but
+``wall_s`` / ``cpu_s`` / ``cpu_per_iteration`` (:mod:`scalegnn.bench.measure`): the wall and
+process CPU seconds of the timed iterations (the GEMM replays not included).
 
 ``--tail`` (default ``model``) is the layer tail the model runs, the fused
 ``ops.fused.bias_act_norm``; ``--tail torch`` runs the same iteration with each layer's
@@ -33,7 +35,6 @@ import argparse
 import contextlib
 import copy
 import json
-import os
 import time
 
 import numba
@@ -42,6 +43,7 @@ import torch
 
 from scalegnn.batch import Batch
 from scalegnn.bench.gemm import GemmReplay, GemmTemplate, gemm_flops, profile_top, record_gemms
+from scalegnn.bench.measure import Clock
 from scalegnn.config import Config
 from scalegnn.config.flags import MAX_THREADS, REPEATS, SEED, WIDTH, count, name_flags, real
 from scalegnn.config.schema import INT32_MAX
@@ -141,19 +143,18 @@ def gemm_template(trainer, batches):
 def time_rounds(trainer, batches, template, replay):
     """Per round (one per batch): the step's wall seconds, its SpMM seconds, the seconds of
     the same batch's products replayed alone right after it (interleaved, so that both see the
-    same machine load), and the step's process CPU time over the replay's."""
-    iters, spmm_s, gemm_s, cpu_ratio = [], [], [], []
+    same machine load), the step's process CPU time over the replay's, and the
+    :class:`~scalegnn.bench.measure.Clock` of the steps."""
+    iters, spmm_s, gemm_s, cpu_ratio, clock = [], [], [], [], Clock()
     for b in batches:
-        with spmm_timer() as tm:
-            c, t = time.process_time(), time.perf_counter()
+        with spmm_timer() as tm, clock:
             trainer.train_step(b)
-            iters.append(time.perf_counter() - t)
-            cpu = time.process_time() - c
+        iters.append(clock.last_wall_s)
         spmm_s.append(tm["seconds"])
         wall, gemm_cpu = replay.floor_times(template, [b.num_nodes])
         gemm_s.append(wall)
-        cpu_ratio.append(cpu / gemm_cpu if gemm_cpu > 0 else float("nan"))
-    return np.array(iters), np.array(spmm_s), np.array(gemm_s), np.array(cpu_ratio)
+        cpu_ratio.append(clock.last_cpu_s / gemm_cpu if gemm_cpu > 0 else float("nan"))
+    return np.array(iters), np.array(spmm_s), np.array(gemm_s), np.array(cpu_ratio), clock
 
 
 def run(args) -> int:
@@ -186,8 +187,8 @@ def _run(args) -> int:
         torch.manual_seed(args.seed)                # same dropout masks for both tails
         with torch_tail() if tail == "torch" else contextlib.nullcontext():
             trainer.train_step(batches[0])          # warm-up of this tail's code path
-            iters, spmm_s, gemm_s, cpu_ratios = time_rounds(trainer, batches[1:], template,
-                                                            replay)
+            iters, spmm_s, gemm_s, cpu_ratios, clock = time_rounds(trainer, batches[1:],
+                                                                   template, replay)
         ratios = iters / gemm_s
         it, sp, gm = (float(np.median(v)) * 1e3 for v in (iters, spmm_s, gemm_s))
         ratio = float(np.median(ratios))
@@ -209,6 +210,6 @@ def _run(args) -> int:
             "gemm_GFLOPps": flops / gm / 1e6,
             "iteration_ms_all": (iters * 1e3).tolist(), "gemm_alone_ms_all": (gemm_s * 1e3).tolist(),
             "prep_s": t_prep, "profile_top": top if tail == tails[0] else None,
-            "load_avg": list(os.getloadavg()),
+            **clock.fields(len(iters), "iteration"),
         }), flush=True)
     return 0
