@@ -19,13 +19,17 @@ from scalegnn.graph import Graph
 @dataclass
 class Batch:
     nodes: np.ndarray
-    """Parent (dataset) id of each row, int64, sorted for sampled subgraphs."""
+    """Parent (dataset) id of each row, int64, sorted for sampled subgraphs (neighbour
+    sampling: the seeds first, then each hop's new nodes)."""
     adj: Graph
     """Normalized adjacency of the batch (rows = len(nodes)); ``adj.data`` holds the weights."""
     edge_ids: np.ndarray | None = None
     """Parent edge id of each entry of ``adj`` (sampled subgraphs)."""
     adj_t_perm: np.ndarray | None = None
     """For a symmetric pattern: ``data_T = adj.data[adj_t_perm]`` gives the transpose's values."""
+    adj_t: Graph | None = None
+    """For a non-symmetric pattern (neighbour sampling): the transpose of ``adj``, built with
+    the batch (in the sampling pool's thread) for the backward pass."""
     col_nodes: np.ndarray | None = None
     """Parent ids of all columns when ``adj`` is rectangular (inner first, then boundary)."""
     x: object = None

@@ -57,9 +57,9 @@ import yaml
 
 from scalegnn.config.checks import (check_arch, check_distributed, check_extractors,
                                     check_int_tokens, check_known, check_limits, check_lr_min,
-                                    check_phases, check_powers, check_presampling,
-                                    check_sampler_keys, check_shadow, coerce, coerce_section,
-                                    parse_yaml)
+                                    check_neighbour_phases, check_phases, check_powers,
+                                    check_presampling, check_sampler_keys, check_shadow, coerce,
+                                    coerce_section, parse_yaml)
 from scalegnn.config.schema import (BUILTIN_PARAMS, DEFAULT_PHASES, DIST_DEFAULTS, NETWORK,
                                     NETWORK_DEFAULTS, PARAM_DEFAULTS, PARAMS, PHASE_KEYS, SAMPLERS,
                                     SCHEMA, SECTIONS, SHADOW_DEFAULTS)
@@ -251,6 +251,9 @@ class Config:
         if samples and "shadow" not in self.sections:  # the phases' samplers will be built:
             check_sampler_keys(self.phases)                # their keys, before any data is read
             check_presampling(self.params)
+            check_neighbour_phases(self.phases, self.network, partition=mode ==
+                                   "partition-parallel" or (mode == "distributed" and
+                                                            kind == "partition"))
         if mode in ("distributed", "partition-parallel") and \
                 (mode == "partition-parallel" or kind in ("full", "partition")):
             if "shadow" in self.sections:

@@ -22,7 +22,9 @@ from scalegnn.config.schema import (DISTRIBUTED, EXTRACTORS, MAX_ARCH_LAYERS, MA
 from scalegnn.dist.ddp import COMPRESSIONS
 from scalegnn.dist.partition import METHODS
 from scalegnn.errors import ConfigError
-from scalegnn.sampling import SAMPLERS as SAMPLER_CLASSES
+from scalegnn.nn.models import propagation_hops
+from scalegnn.sampling import PHASE_SAMPLERS as SAMPLER_CLASSES
+from scalegnn.sampling.neighbour_loader import check_fanouts
 from scalegnn.shadow.batch import ADJ_NORMS
 from scalegnn.shadow.readout import RESIDUALS, readout_for_task
 
@@ -300,6 +302,25 @@ def check_phases(phases: list) -> None:
             if key.range is not None and key is not end_key and key.name in ph:
                 name = f"phase[{i}].{key.name}"
                 ph[key.name] = check_range(name, coerce(name, ph[key.name], key.like), key.range)
+        if "fanouts" in ph:
+            ph["fanouts"] = check_fanouts(ph["fanouts"], f"phase[{i}].fanouts")
+
+
+def check_neighbour_phases(phases: list, network: dict, partition: bool) -> None:
+    """A ``sampler: neighbour`` phase samples one hop per propagation of the model (its
+    ``fanouts`` list is as long as the model is deep) and is not partition-parallel."""
+    for i, ph in enumerate(phases):
+        if ph["sampler"] != "neighbour":
+            continue
+        if partition:
+            raise ConfigError(f"phase[{i}].sampler: neighbour batches are not partition-parallel "
+                              f"(distributed.mode: partition samples node-induced subgraphs); "
+                              f"use distributed.mode: data")
+        hops = propagation_hops(network)
+        if len(ph["fanouts"]) != hops:
+            raise ConfigError(f"phase[{i}].fanouts: {len(ph['fanouts'])} hops given, the model "
+                              f"propagates {hops} times (network.arch {network['arch']!r}, "
+                              f"model {network['model']}); give one fanout per propagation")
 
 
 def check_shadow(sh: dict, given: bool) -> None:

@@ -35,7 +35,7 @@ MAX_ARCH_LAYERS = 256
 MAX_ARCH_ORDER = 64
 MAX_EXTRACTORS = 64
 MAX_TIMEOUT_S = 10**7
-SAMPLERS = tuple(sampling.SAMPLERS)   # the names of the samplers scalegnn.sampling implements
+SAMPLERS = tuple(sampling.PHASE_SAMPLERS)   # the phase.sampler names scalegnn.sampling implements
 
 
 @dataclass(frozen=True)
@@ -253,7 +253,8 @@ PHASE = Section("phase", "The sampling schedule: a list of phases, each training
     Key("sampler", None, "This phase's GraphSAINT sampler: node, edge, rw (random walks), mrw "
         "(multi-dimensional random walk), full (the whole graph) or cluster (ClusterGCN: "
         "METIS parts).", kind=str,
-        choices=SAMPLERS, required=True),
+        choices=SAMPLERS, required=True,
+        also="neighbour: GraphSAGE fanout batches (fanouts, batch_size), not a subgraph"),
     Key("num_root", None, "rw: random-walk roots per subgraph.", kind=int,
         range=Range(1, INT32_MAX)),
     Key("depth", None, "rw: steps of each random walk.", kind=int, range=Range(0, 10**4)),
@@ -269,6 +270,12 @@ PHASE = Section("phase", "The sampling schedule: a list of phases, each training
         "default 1).", kind=int, range=Range(1, INT32_MAX), also="<= num_parts"),
     Key("max_deg", None, "mrw: clip the degree that weights a frontier node's pop to this (0: "
         "no clip).", kind=int, range=Range(0, INT32_MAX)),
+    Key("fanouts", None, "neighbour: neighbours drawn per node at each hop, the seeds' hop "
+        "first (-1: all of them), without replacement.", kind=list,
+        also="a list of integers >= 1 or -1, one per propagation of the model (the sum of the "
+             "arch orders for saint)"),
+    Key("batch_size", None, "neighbour: seed (training) nodes per minibatch; an epoch is every "
+        "training node once.", kind=int, range=Range(1, INT32_MAX)),
     Key("order", None, "Reference GraphSAINT key: the config accepts it, no sampler takes it "
         "(refused before a run that samples reads its data).",
         kind=int, range=Range(0, 64)),

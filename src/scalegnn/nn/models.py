@@ -277,6 +277,18 @@ class GINNet(GraphStackNet):
         return GINLayer(d_in, self.hidden, self.bias, self.act, self.drop, self.gin_weights)
 
 
+def propagation_hops(network: dict) -> int:
+    """How deep a model of the config's ``network`` reads the graph: the propagations over the
+    adjacency between a node's input and its output (saint: the sum of the layer orders;
+    mixhop: the largest power per graph layer; the other families: one per graph layer)."""
+    model = network.get("model", "saint")
+    arch = network.get("arch", "1-0-1-0")
+    if model == "saint":
+        return sum(parse_arch(arch))
+    per = max(parse_powers(network.get("powers", "0-1-2"))) if model == "mixhop" else 1
+    return sum(layer_plan(arch, network.get("layers", 0), model)) * per
+
+
 def check_heads(heads, hidden) -> int:
     if int(heads) < 1 or int(hidden) % int(heads):
         raise ConfigError(f"network.heads: must be >= 1 and divide network.dim={hidden}, "

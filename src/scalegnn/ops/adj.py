@@ -50,13 +50,18 @@ class SparseAdj:
                          self.num_cols)
 
     @classmethod
-    def from_graph(cls, g: Graph, transpose_perm=None, dtype=np.float32) -> "SparseAdj":
-        """From a Graph with ``data`` (ones if it has none)."""
+    def from_graph(cls, g: Graph, transpose_perm=None, dtype=np.float32, *,
+                   transpose: Graph | None = None) -> "SparseAdj":
+        """From a Graph with ``data`` (ones if it has none); its transpose from
+        ``transpose_perm`` (symmetric pattern) or a ready ``transpose`` Graph (with data)."""
         data = g.data if g.data is not None else np.ones(g.num_edges, dtype=dtype)
         data = np.asarray(data, dtype=dtype)
         adj = cls(g.indptr, g.indices, data, g.num_cols)
         if transpose_perm is not None:
             adj._t = cls(g.indptr, g.indices, data[transpose_perm], g.num_nodes, transpose=adj)
+        elif transpose is not None:
+            adj._t = cls(transpose.indptr, transpose.indices,
+                         np.asarray(transpose.data, dtype=dtype), g.num_nodes, transpose=adj)
         return adj
 
     @property

@@ -29,7 +29,7 @@ from scalegnn.engine.metrics import compute_metrics
 from scalegnn.engine.mode import Mode
 from scalegnn.errors import ConfigError
 from scalegnn.ops import SparseAdj
-from scalegnn.sampling import GraphSAINTLoader
+from scalegnn.sampling import GraphSAINTLoader, NeighbourLoader
 from scalegnn.shadow.mode import LinkMode, ShadowMode
 from scalegnn.shard import SINGLE, Shard
 from scalegnn.train.transfer import TestGraph
@@ -37,7 +37,8 @@ from scalegnn.train.transfer import TestGraph
 
 class GraphSAINTMode(Mode):
     """GraphSAINT minibatches: one :class:`~scalegnn.sampling.GraphSAINTLoader` per phase (its
-    stream continues across the phase's epochs), evaluation on the full graph."""
+    stream continues across the phase's epochs; a :class:`~scalegnn.sampling.NeighbourLoader`
+    for ``sampler: neighbour``), evaluation on the full graph."""
 
     name = "graphsaint"
 
@@ -72,6 +73,11 @@ class GraphSAINTMode(Mode):
         params = self.config.params
         phase = self.config.phases[phase_index]
         threads = params["sampler_threads"] or torch.get_num_threads()
+        if phase["sampler"] == NeighbourLoader.name:
+            return NeighbourLoader(
+                self.dataset, self.config.sampler_params(phase),
+                transductive=params["transductive"], seed=self.seed + 1000 * phase_index,
+                num_threads=threads, pool_depth=params["pool_depth"], shard=self.shard)
         return GraphSAINTLoader(
             self.dataset, phase["sampler"], self.config.sampler_params(phase),
             transductive=params["transductive"], coverage=params["sample_coverage"],
@@ -118,7 +124,8 @@ class GraphSAINTMode(Mode):
 
     # -------------------------------------------------------------- model
     def forward(self, model, batch) -> torch.Tensor:
-        return model(batch.x, SparseAdj.from_graph(batch.adj, batch.adj_t_perm))
+        return model(batch.x, SparseAdj.from_graph(batch.adj, batch.adj_t_perm,
+                                                    transpose=batch.adj_t))
 
     def full_adj(self) -> SparseAdj:
         if self._full_adj is None:
