@@ -233,6 +233,9 @@ PARAMS = Section("params", "Training: optimizer, normalization, evaluation, load
         range=Range(0.0, None)),
     Key("patience", 0, "Stop after this many validation passes without a better validation "
         "metric (0: never stop early).", range=Range(0, MAX_EPOCHS)),
+    Key("time_budget", 0.0, "Stop after the epoch during which the run's training time (wall "
+        "clock of its epochs, validation passes left out) reached this many seconds; that epoch "
+        "is validated (0: no limit).", range=Range(0.0, None)),
     Key("lr_schedule", "none", "Learning-rate schedule over the epochs (lr_decay, lr_step, "
         "lr_min and lr_patience shape it).", choices=LR_SCHEDULES),
     Key("lr_decay", 0.5, "step, plateau: the factor of each decay.",

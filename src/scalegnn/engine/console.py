@@ -27,7 +27,9 @@ def format_summary(result: dict, run_dir=None) -> str:
     """The console summary every mode prints at the end of a run."""
     metric = result["metric"]
     ran = result.get("epochs_run", result["epochs"])
-    stopped = f" (early stop at {ran})" if ran < result["epochs"] else ""
+    why = "time budget: stopped" if str(result.get("stopped")).startswith("time budget") \
+        else "early stop"
+    stopped = f" ({why} at {ran})" if ran < result["epochs"] else ""
     lines = [f"dataset {result['dataset']} ({result.get('mode', 'graphsaint')}): best epoch "
              f"{result['best_epoch']}/{result['epochs']}{stopped}, "
              f"wall {result['time']['wall_s']:.1f}s"]

@@ -7,7 +7,8 @@ with the batch's loss weights, backward, the mode's gradient reduction, gradient
 state, report test metrics for it at the end, and write the run directory. Each epoch's
 learning rate comes from ``params.lr_schedule`` (:class:`~scalegnn.engine.optim.LRSchedule`);
 training stops early once ``params.patience`` validation passes in a row bring no better
-validation metric, and ``summary.json`` says why it stopped (``stopped``, ``epochs_run``).
+validation metric, or once ``params.time_budget`` training seconds are spent (the run's clock,
+:mod:`scalegnn.engine.runclock`), and ``summary.json`` says why (``stopped``, ``epochs_run``).
 With ``params.flush_denormal`` (default) the process computes with denormal floats flushed
 to 0 from the trainer's construction until ``fit`` returns (``torch.set_flush_denormal``; torch
 has no getter, so the end restores torch's default, off).
@@ -38,6 +39,7 @@ from scalegnn.engine.console import postfix, progress_bar
 from scalegnn.engine.jitclock import compile_seconds, compile_since
 from scalegnn.engine.mode import Mode
 from scalegnn.engine.optim import Adam, LRSchedule
+from scalegnn.engine.runclock import RunClock
 from scalegnn.engine.rundir import RunDir, command_line, run_info
 from scalegnn.errors import ConfigError, TrainingError
 from scalegnn.faults import crash_point
@@ -105,6 +107,7 @@ class Trainer:
             self.run = RunDir(self.out_dir, resume=self.resume, overwrite=overwrite,
                               loggers=self.config.params["loggers"])
         self.history: list[dict] = []
+        self.clock = RunClock(self.config.params["time_budget"], self.mode.gather)
         self._best_state = None
         self._identity = None
 
@@ -209,6 +212,7 @@ class Trainer:
         totals = start["totals"] or dict(ZERO_TOTALS)
         bar = progress_bar(cfg.epochs, start["next_epoch"], self.progress)
         t_fit = time.perf_counter()
+        self.clock.start()
         last_save = [time.perf_counter()]
         every = cfg.params["checkpoint_seconds"]
 
@@ -231,11 +235,14 @@ class Trainer:
                 totals["sample_s"] += rec["sample_s"]
                 totals["compute_s"] += rec["compute_s"]
                 rec.update(self.mode.epoch_stats())
-                if (epoch + 1) % cfg.params["eval_every"] == 0 or epoch + 1 == cfg.epochs:
+                last = self.clock.out_of_time()  # validated, so its val metric counts
+                if (epoch + 1) % cfg.params["eval_every"] == 0 or epoch + 1 == cfg.epochs \
+                        or last:
                     t0 = time.perf_counter()
                     rec["val"] = self.evaluate(("val",))["val"]
                     rec["eval_s"] = time.perf_counter() - t0
                     totals["eval_s"] += rec["eval_s"]
+                    self.clock.add_eval(rec["eval_s"])
                     crash_point("eval")
                     value = rec["val"].get(metric, float("nan"))
                     if value > best["value"]:
@@ -247,6 +254,7 @@ class Trainer:
                 if self.schedule.kind != "none":
                     rec["lr"] = self.optimizer.lr
                 rec.update(compile_since(jit0))
+                rec.update(self.clock.epoch_end())
                 self.history.append(rec)
                 if run is not None:
                     run.append_metrics(rec)
@@ -266,7 +274,7 @@ class Trainer:
         """Early stopping: ``params.patience`` validation passes in a row without a better
         validation metric (every rank sees the same gathered metric, so decides the same)."""
         patience = self.config.params["patience"]
-        return patience > 0 and best.get("stale", 0) >= patience
+        return (patience > 0 and best.get("stale", 0) >= patience) or self.clock.spent
 
     # ------------------------------------------------------------------ checkpoints
     def _has_checkpoint(self) -> bool:
@@ -331,6 +339,8 @@ class Trainer:
             self.run.truncate_metrics(done)
             self.history = self.run.read_metrics()
             self._note_resume(done)
+            self.clock.restore(self.history[-1] if self.history else None)
+        self.clock.out_of_time(self.clock.at_epoch_end["train_elapsed_s"])  # stays spent
         partial = state["partial"]
         if partial is not None:
             partial = {"losses": partial["losses"].tolist(), "sample_s": partial["sample_s"],
@@ -381,6 +391,8 @@ class Trainer:
         return summary
 
     def _stop_reason(self, best, done) -> str:
+        if done < self.config.epochs and self.clock.spent:
+            return self.clock.reason(done)
         if done < self.config.epochs and self._stops(best):
             return (f"early stop at epoch {done}: no better val {self.mode.metric} in "
                     f"{best.get('stale', 0)} validation passes since epoch {best['epoch']} "
