@@ -28,7 +28,8 @@ from scalegnn.config.flags import IntList, Num
 
 # flags whose valid values cost time in proportion (epochs, repeats, waits): kept small
 COSTLY = {"epochs", "repeat", "repeats", "iterations", "warmup", "count", "min_batches",
-          "eval_batches", "targets", "rdzv_timeout", "timeout", "max_restarts", "coverage"}
+          "eval_batches", "targets", "rdzv_timeout", "timeout", "max_restarts", "coverage",
+          "budget"}
 OUTPUT_DESTS = {"out", "dst", "json", "plot", "cache_dir", "data_dir", "resume"}
 BENCH = {"graph": "kronecker:6:4", "dataset": "kronecker:6:4", "threads": "1", "repeat": "1",
          "repeats": "1", "hidden": "16", "size_subgraph": "40", "size_frontier": "10"}
@@ -36,6 +37,8 @@ BASE = {
     ("train",): {"data": "gs", "epochs": "1", "no_progress": True, "threads": "1"},
     ("dist-train",): {"nprocs": "2", "data": "gs", "plan": "plan", "epochs": "1",
                       "no_progress": True, "threads": "1", "rdzv_timeout": "1"},
+    ("compare",): {"data": "gs", "methods": "full", "budget": "0.1", "no_progress": True,
+                   "threads": "1"},
     ("predict",): {"run_dir": "run", "out": "p.csv"},
     ("embed",): {"run_dir": "run", "out": "e.npy"},
     ("report",): {"run_dir": "run"},
@@ -206,9 +209,10 @@ def cases(draw) -> Case:
         if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
             continue
         mode = draw(st.integers(0, 9))
-        if action.dest in base:  # a benchmark's defaults are its full size: never left out
-            mode = "base" if mode <= 6 or (mode == 9 and command[0] == "bench") else \
-                "fuzz" if mode <= 8 else "omit"
+        if action.dest in base:  # a benchmark's defaults are its full size (compare's: six
+            # methods): never left out
+            keep = mode <= 6 or (mode == 9 and command[0] in ("bench", "compare"))
+            mode = "base" if keep else "fuzz" if mode <= 8 else "omit"
         elif not action.option_strings and action.nargs != "?":
             mode = "fuzz" if mode else "omit"
         else:
@@ -267,7 +271,7 @@ def _mutate(draw, argv: list[str]) -> list[str]:
 def _note_outputs(command: tuple, argv: list[str], ctx: Ctx) -> None:
     """What else the command may write: a run directory's default folder, the run a report or
     a resumed run writes into, the plan dist-train --parts writes."""
-    if command in (("train",), ("dist-train",)):
+    if command in (("train",), ("dist-train",), ("compare",)):
         ctx.outputs.append("runs")
     if command == ("report",) or (command == ("dist-train",) and any(
             a.startswith("--parts") for a in argv)):

@@ -13,7 +13,8 @@ prints its help and one error line naming its subcommands.
 Besides that one error line (after argparse's usage block for a parsing error), stderr holds
 only ``scalegnn: warning: ...`` lines, ``scalegnn: <dataset>: <note>`` (a data choice made for
 the user: structural features, split 0 of several), ``wrote <path>: ...`` (``data synth``,
-``data convert``) and training's progress bar (unless ``--no-progress``);
+``data convert``), ``scalegnn: compare: ...`` (a method of ``compare`` starts or ends) and the
+progress bar of training and of ``compare`` (unless ``--no-progress``);
 ``tests/test_cli_fuzz.py`` holds every command to this.
 """
 
@@ -24,14 +25,14 @@ import os
 import sys
 
 from scalegnn import __version__
-from scalegnn.cli import bench, data, dist, partition, predict, train
+from scalegnn.cli import bench, compare, data, dist, partition, predict, train
 from scalegnn.cli.parser import Parser, no_subcommand
 from scalegnn.config.flags import name_flags
 from scalegnn.engine.out_of_memory import is_out_of_memory, out_of_memory_in
 from scalegnn.errors import ScaleGNNError
 from scalegnn.threads import keep_freed_memory
 
-COMMAND_MODULES = (data, train, predict, bench, partition, dist)
+COMMAND_MODULES = (data, train, predict, compare, bench, partition, dist)
 """The command families, in the order ``scalegnn --help`` lists them."""
 
 

@@ -9,6 +9,8 @@
 * :func:`plot_run` — the PNG only (None without matplotlib).
 * :func:`report_after_run` — what the trainer calls at the end of a run: never raises, a
   report problem is one warning line on stderr and the finished run stands.
+* :func:`plot_compare` — ``compare.png`` of a ``scalegnn compare`` table
+  (:mod:`scalegnn.report.curves`).
 """
 
 from __future__ import annotations
@@ -19,23 +21,25 @@ from pathlib import Path
 
 from scalegnn.errors import ConfigError
 from scalegnn.io import atomic_write_bytes, atomic_write_text
-from scalegnn.report import plot
+from scalegnn.report import curves, plot
 from scalegnn.report.html import render_html
 from scalegnn.report.rundata import RunData, load_run
 
-__all__ = ["RunData", "load_run", "plot_run", "report_after_run", "report_paths", "write_report"]
+__all__ = ["RunData", "load_run", "plot_compare", "plot_run", "report_after_run", "report_paths",
+           "write_report"]
 
 REPORT_TYPES = (".png", ".html")
 
 
-def _png_bytes(data: RunData) -> bytes | None:
+def _png_bytes(data, draw=plot.draw_report) -> bytes | None:
+    """``draw(data, plt)``'s figure as PNG bytes; None without matplotlib."""
     try:
         import matplotlib  # noqa: PLC0415 (optional dependency)
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError:
         return None
-    fig = plot.draw_report(data, plt)
+    fig = draw(data, plt)
     try:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
@@ -82,6 +86,16 @@ def plot_run(run_dir, out=None):
     target = Path(out) if out else run_dir / "report.png"
     atomic_write_bytes(target, image)
     return target
+
+
+def plot_compare(table: dict, out) -> Path | None:
+    """Write ``compare.png`` of a ``scalegnn compare`` table to ``out``; its path, or None
+    without matplotlib."""
+    image = _png_bytes(table, curves.draw_compare)
+    if image is None:
+        return None
+    atomic_write_bytes(out, image)
+    return Path(out)
 
 
 def report_after_run(run_dir) -> dict | None:
