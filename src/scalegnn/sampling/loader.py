@@ -19,7 +19,6 @@ together see exactly the single-process stream.
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -28,14 +27,14 @@ import torch
 from scalegnn.batch import Batch
 from scalegnn.errors import ConfigError
 from scalegnn.sampling.normalization import Normalization
-from scalegnn.sampling.pool import BatchPool
+from scalegnn.sampling.pool import PooledLoader
 from scalegnn.sampling.sampler_base import Subgraph, check_int
 from scalegnn.sampling.samplers import make_sampler
 from scalegnn.shard import SINGLE, Shard
 from scalegnn.threads import trim_heap
 
 
-class GraphSAINTLoader:
+class GraphSAINTLoader(PooledLoader):
     """Iterable of :class:`~scalegnn.batch.Batch` (see module docstring).
 
     ``num_threads``: sampler threads (None: numba's default); ``pool_depth``: ready batches
@@ -77,7 +76,7 @@ class GraphSAINTLoader:
         self._next_fresh = len(presampled)  # pre-sampled for k < len(presampled), else fresh
         self._len = self.sampler.batches_per_epoch(train_idx.size)
         self._chunk = max(4 * (num_threads or 2), self.pool_depth, 1)
-        self._pool: BatchPool | None = None
+        self._pool = None
         self._closed = False
         self.stats = {"presample_seconds": self.presample_seconds, "presampled": len(presampled),
                       "presample_subgraphs": self.norm.num_subgraphs,
@@ -86,40 +85,19 @@ class GraphSAINTLoader:
         trim_heap()  # the setup's freed degree tables and node sets (threads.trim_heap)
 
     # -------------------------------------------------------------- iteration
-    def __len__(self) -> int:
-        return self._len
-
-    def __iter__(self):
-        try:
-            for _ in range(self._len):
-                yield self.next_batch()
-        except (Exception, KeyboardInterrupt):
-            self.close()
-            raise
-
     def next_batch(self) -> Batch:
         """The next batch of the stream (pre-sampled ones first)."""
-        if self._closed:
-            raise ConfigError("GraphSAINTLoader: used after close()")
+        self._check_open()
         if self._next_presampled < len(self._presampled):
             sub = self._presampled[self._next_presampled]
             self._presampled[self._next_presampled] = None  # free as we go
             self._next_presampled += 1
             self._start_pool()
             batch = self._make_batch(sub, self.stream_index(self._next_presampled - 1))
-        elif self.pool_depth == 0:
-            batch = self._produce()[0]
         else:
-            self._start_pool()
-            batch = self._pool.get()
-            self.stats["wait_seconds"] = self._pool.wait_seconds
+            batch = self._next_produced()
         self.stats["batches"] += 1
         return batch
-
-    @property
-    def position(self) -> int:
-        """Batches of the stream consumed so far."""
-        return self.stats["batches"]
 
     def seek(self, position: int):
         """Continue the stream after ``position`` consumed batches, exactly as if they had been
@@ -135,10 +113,6 @@ class GraphSAINTLoader:
         self.stats["batches"] = position
 
     # -------------------------------------------------------------- production
-    def _start_pool(self):
-        if self._pool is None and self.pool_depth > 0 and not self._closed:
-            self._pool = BatchPool(self._produce, self.pool_depth, name="scalegnn-sampler")
-
     def _produce(self) -> list[Batch]:
         """One multi-threaded sampler call; runs in the pool thread (or inline)."""
         count = 1 if self.pool_depth == 0 else self._chunk
@@ -174,23 +148,3 @@ class GraphSAINTLoader:
         return Batch(nodes=sub.nodes, adj=adj, edge_ids=sub.edge_ids,
                      adj_t_perm=sub.transpose_perm, x=x, y=y, loss_weight=lw,
                      meta={"stream_index": stream_index})
-
-    # -------------------------------------------------------------- shutdown
-    def close(self, timeout: float = 10.0):
-        """Stop the background producer and join it for up to ``timeout`` s (idempotent)."""
-        self._closed = True
-        if self._pool is not None:
-            self.stats["wait_seconds"] = self._pool.wait_seconds
-            self._pool.close(timeout)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close(timeout=0.0)  # signal only: never block the collecting thread
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass

@@ -39,7 +39,7 @@ from scalegnn.batch import Batch
 from scalegnn.errors import ConfigError
 from scalegnn.graph import Graph, index_dtype
 from scalegnn.sampling.neighbour import NeighbourSample, NeighbourSampler
-from scalegnn.sampling.pool import BatchPool
+from scalegnn.sampling.pool import PooledLoader
 from scalegnn.sampling.sampler_base import check_int
 from scalegnn.shard import SINGLE, Shard
 
@@ -76,7 +76,7 @@ def neighbour_block(sample: NeighbourSample) -> Graph:
     return Graph(indptr, src.astype(index_dtype(n)), n, data, validate=False)
 
 
-class NeighbourLoader:
+class NeighbourLoader(PooledLoader):
     """Iterable of :class:`~scalegnn.batch.Batch` (see module docstring), with
     GraphSAINTLoader's interface (``len``, ``next_batch``, ``position``, ``seek``, ``close``,
     ``stats``). ``params``: the phase's ``fanouts`` and ``batch_size``; ``num_threads``:
@@ -84,6 +84,7 @@ class NeighbourLoader:
     background pool (0: made on demand)."""
 
     name = "neighbour"
+    pool_name = "scalegnn-neighbour"
     required = ("fanouts", "batch_size")
     optional = ()
     presample_seconds = 0.0
@@ -111,41 +112,18 @@ class NeighbourLoader:
         self._len = math.ceil(self.train_idx.size / self.batch_size)
         self._next = 0            # this rank's next batch to make (k: stream position r + kW)
         self._order = (-1, None)  # (epoch, its permutation of train_idx), made in the producer
-        self._pool: BatchPool | None = None
+        self._pool = None
         self._closed = False
         self.stats = {"presample_seconds": 0.0, "presampled": 0, "presample_subgraphs": 0,
                       "sample_seconds": 0.0, "gather_seconds": 0.0, "wait_seconds": 0.0,
                       "batches": 0}
 
     # -------------------------------------------------------------- iteration
-    def __len__(self) -> int:
-        return self._len
-
-    def __iter__(self):
-        try:
-            for _ in range(self._len):
-                yield self.next_batch()
-        except (Exception, KeyboardInterrupt):
-            self.close()
-            raise
-
     def next_batch(self) -> Batch:
-        if self._closed:
-            raise ConfigError("NeighbourLoader: used after close()")
-        if self.pool_depth == 0:
-            batch = self._produce()[0]
-        else:
-            if self._pool is None:
-                self._pool = BatchPool(self._produce, self.pool_depth, name="scalegnn-neighbour")
-            batch = self._pool.get()
-            self.stats["wait_seconds"] = self._pool.wait_seconds
+        self._check_open()
+        batch = self._next_produced()
         self.stats["batches"] += 1
         return batch
-
-    @property
-    def position(self) -> int:
-        """Batches of the stream consumed so far."""
-        return self.stats["batches"]
 
     def seek(self, position: int):
         """Continue after ``position`` consumed batches (exact resume); only before the first."""
@@ -185,23 +163,3 @@ class NeighbourLoader:
         return [Batch(nodes=nodes, adj=adj, edge_ids=sample.edge_ids, adj_t=adj_t, x=x, y=y,
                       loss_weight=torch.from_numpy(lw),
                       meta={"stream_index": p, "num_seeds": k})]
-
-    # -------------------------------------------------------------- shutdown
-    def close(self, timeout: float = 10.0):
-        """Stop the background producer and join it for up to ``timeout`` s (idempotent)."""
-        self._closed = True
-        if self._pool is not None:
-            self.stats["wait_seconds"] = self._pool.wait_seconds
-            self._pool.close(timeout)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close(timeout=0.0)
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass

@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Callable
 
+from scalegnn.errors import ConfigError
+
 
 class PoolClosed(RuntimeError):
     """get() on a pool that was closed."""
@@ -113,4 +115,66 @@ class BatchPool:
             while True:
                 self._queue.get_nowait()
         except queue.Empty:
+            pass
+
+
+class PooledLoader:
+    """What every loader over a :class:`BatchPool` shares: ``_produce()`` (implemented by the
+    subclass) returns a list of ready batches, made in the pool's thread when ``pool_depth`` >
+    0, else on demand; one epoch is ``len(loader)`` batches. Subclasses set ``_len``,
+    ``pool_depth``, ``stats`` (with ``batches`` and ``wait_seconds``), ``_pool = None`` and
+    ``_closed = False`` in their ``__init__``."""
+
+    pool_name = "scalegnn-sampler"
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self):
+        try:
+            for _ in range(self._len):
+                yield self.next_batch()
+        except (Exception, KeyboardInterrupt):
+            self.close()
+            raise
+
+    @property
+    def position(self) -> int:
+        """Batches of the stream consumed so far."""
+        return self.stats["batches"]
+
+    def _check_open(self):
+        if self._closed:
+            raise ConfigError(f"{type(self).__name__}: used after close()")
+
+    def _start_pool(self):
+        if self._pool is None and self.pool_depth > 0 and not self._closed:
+            self._pool = BatchPool(self._produce, self.pool_depth, name=self.pool_name)
+
+    def _next_produced(self):
+        """The next batch of ``_produce``: from the pool, or made now (``pool_depth`` 0)."""
+        if self.pool_depth == 0:
+            return self._produce()[0]
+        self._start_pool()
+        batch = self._pool.get()
+        self.stats["wait_seconds"] = self._pool.wait_seconds
+        return batch
+
+    def close(self, timeout: float = 10.0):
+        """Stop the background producer and join it for up to ``timeout`` s (idempotent)."""
+        self._closed = True
+        if self._pool is not None:
+            self.stats["wait_seconds"] = self._pool.wait_seconds
+            self._pool.close(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close(timeout=0.0)  # signal only: never block the collecting thread
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown
             pass
