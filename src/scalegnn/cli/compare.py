@@ -31,7 +31,7 @@ def add_parser(sub):
                        description="Train each method with its shipped config on DATA under "
                                    "the same training-time budget and seed, each in a process "
                                    "of its own; write compare.json (per method: best val, test "
-                                   "at best val, epochs, times, time to 99%% of the best val of "
+                                   "at best val, epochs, times, time to 99% of the best val of "
                                    "all methods, peak memory), compare.png (val against "
                                    "training time) and each method's run directory in --out.")
     p.add_argument("data", help="dataset folder/file or generator spec")
