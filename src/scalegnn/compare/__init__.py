@@ -50,14 +50,17 @@ from scalegnn.errors import ConfigError
 from scalegnn.io import atomic_folder, atomic_write_json, read_json_object
 from scalegnn.report import plot_compare
 from scalegnn.threads import trim_heap
+from scalegnn.train.build import resolve_device
 
 
-def plan(data, methods, budget: float, *, split=None, data_options=None) -> tuple[dict, dict]:
+def plan(data, methods, budget: float, *, split=None, data_options=None,
+         device=None) -> tuple[dict, dict]:
     """``(settings, {method: (config path, overrides)})``, every config checked with its
     overrides before any training; the data is loaded once here (a bad ``data`` is one line)
     and let go before the children load it again."""
     if not budget > 0:
         raise ConfigError(f"--budget: must be > 0 seconds, got {budget}")
+    resolve_device(device)  # one line here, not one per method
     dataset = load_dataset(data, split=split, seed=0, options=dict(data_options or {}))
     settings = data_settings(dataset)
     del dataset
@@ -81,7 +84,8 @@ def compare(data, methods, budget: float, out, *, seed: int = 0, split=None, thr
     methods = parse_methods(",".join(methods)) if not isinstance(methods, str) else \
         parse_methods(methods)
     check_out(out, overwrite)
-    settings, runs = plan(data, methods, budget, split=split, data_options=data_options)
+    settings, runs = plan(data, methods, budget, split=split, data_options=data_options,
+                          device=device)
     log = log or (lambda line: None)
     out = Path(out)
     table = {"data": str(data), **settings, "budget_s": float(budget), "seed": int(seed),
