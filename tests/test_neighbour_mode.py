@@ -19,6 +19,7 @@ from scalegnn.errors import ConfigError
 from scalegnn.graph import Graph
 from scalegnn.ops import SparseAdj, spmm
 from scalegnn.sampling import NeighbourLoader, NeighbourSampler
+from scalegnn.shard import Shard
 from scalegnn.train import Trainer
 
 DATA = "planted:nodes=400,classes=3,features=16"
@@ -128,6 +129,17 @@ def test_deterministic_across_threads_pool_and_seek(dataset, monkeypatch):
     loader.close()
     other = NeighbourLoader(dataset, {"fanouts": [5, 3], "batch_size": 40}, seed=8, pool_depth=0)
     assert not np.array_equal(other.next_batch().nodes, base[0].nodes)
+
+
+def test_data_parallel_ranks_share_the_single_process_stream(dataset):
+    """Rank r of W takes stream positions r, r + W, ... (distributed.mode: data)."""
+    class Rank1Of2(Shard):
+        rank, world = 1, 2
+    base = _stream(dataset, 6, pool_depth=0)
+    shard = _stream(dataset, 3, pool_depth=0, shard=Rank1Of2())
+    for k, b in enumerate(shard):
+        _same(base[1 + 2 * k], b)
+        assert b.meta["stream_index"] == 1 + 2 * k
 
 
 def test_sparse_adj_backward_with_a_given_transpose():

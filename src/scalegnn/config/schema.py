@@ -253,11 +253,10 @@ PHASE = Section("phase", "The sampling schedule: a list of phases, each training
         "phase's end on; the last phase's end is the number of epochs.", kind=int,
         range=Range(0, MAX_EPOCHS, lo_open=True), also="> the previous phase's end",
         required=True),
-    Key("sampler", None, "This phase's GraphSAINT sampler: node, edge, rw (random walks), mrw "
-        "(multi-dimensional random walk), full (the whole graph) or cluster (ClusterGCN: "
-        "METIS parts).", kind=str,
-        choices=SAMPLERS, required=True,
-        also="neighbour: GraphSAGE fanout batches (fanouts, batch_size), not a subgraph"),
+    Key("sampler", None, "This phase's sampler: a GraphSAINT subgraph sampler, node, edge, rw "
+        "(random walks), mrw (multi-dimensional random walk), full (the whole graph) or "
+        "cluster (ClusterGCN: METIS parts); or neighbour (GraphSAGE fanout batches).", kind=str,
+        choices=SAMPLERS, required=True),
     Key("num_root", None, "rw: random-walk roots per subgraph.", kind=int,
         range=Range(1, INT32_MAX)),
     Key("depth", None, "rw: steps of each random walk.", kind=int, range=Range(0, 10**4)),
