@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+import _results_compare as compare
 import _results_modes as modes
 import _results_tables as tables
 import _results_text as text
@@ -270,7 +271,8 @@ def generic(records: list[dict]) -> str:
 
 RENDER = {"accuracy": accuracy, "shadow": shadow, "link": link, "sparse": sparse,
           "speed": speed, "loaders": loaders, "distributed": distributed,
-          "partition": partition, "shp": shp, "modes": dist_modes}
+          "partition": partition, "shp": shp, "modes": dist_modes,
+          "compare": lambda sec, all_sections: compare.render(sec, sys.modules[__name__])}
 
 
 def page(sections: dict) -> str:

@@ -236,9 +236,10 @@ def run_sparse(extra: list[str]) -> list[dict]:
 
 def runners() -> dict:
     """Every section's runner (the performance ones live in _results_run_perf)."""
+    import _results_compare as compare
     import _results_modes as modes
     import _results_run_perf as perf
     return {"accuracy": run_accuracy, "shadow": run_shadow, "link": run_link,
             "sparse": run_sparse, "speed": perf.run_speed, "loaders": perf.run_loaders,
             "distributed": perf.run_distributed, "partition": perf.run_partition,
-            "shp": perf.run_shp, "modes": modes.run_modes}
+            "shp": perf.run_shp, "modes": modes.run_modes, "compare": compare.run_compare}

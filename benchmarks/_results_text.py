@@ -28,6 +28,7 @@ TITLES = {
     "partition": "Partition quality",
     "shp": "Stochastic hypergraph (SHP) for minibatch training",
     "modes": "Distributed training modes under a shaped link",
+    "compare": "Method comparison (scalegnn compare)",
 }
 
 ACC_INTRO = ("Test metric, mean over the seeds; transductive setting, shipped configs "
