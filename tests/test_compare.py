@@ -68,6 +68,7 @@ def test_every_method_ships_a_config_that_validates():
         cfg = Config.from_yaml(CONFIG_DIR / f"{method}.yml")
         cfg.override(method_overrides(cfg, settings, 30.0)).validate_for_mode("graphsaint")
         assert cfg.params["time_budget"] == 30.0 and cfg.params["eval_every"] == 1
+        assert cfg.params["patience"] == 0 and cfg.epochs == 10**7
 
 
 def test_sizes_are_capped_by_the_graph():

@@ -18,8 +18,8 @@ graph:
   of the training nodes, ``num_parts`` at most one part per 100 nodes sampled from and
   ``parts_per_batch`` at most a quarter of the parts;
 * ``params.time_budget`` = the budget, ``params.eval_every`` = 1 (a point of the curve per
-  epoch), the last phase's ``end`` = :data:`~scalegnn.config.schema.MAX_EPOCHS` (the budget
-  decides).
+  epoch), ``params.patience`` = 0 and the last phase's ``end`` =
+  :data:`~scalegnn.config.schema.MAX_EPOCHS`: every method may use its whole budget.
 
 The budget counts training time, the run's ``train_elapsed_s`` (wall clock of the epochs,
 validation passes left out, :mod:`scalegnn.engine.runclock`), so a method that validates more

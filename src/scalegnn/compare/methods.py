@@ -62,7 +62,8 @@ def data_settings(dataset) -> dict:
 def method_overrides(config: Config, settings: dict, budget: float) -> list[str]:
     """The ``--set`` items that adapt a method's config to the graph and the budget."""
     out = [f"params.transductive={str(settings['transductive']).lower()}",
-           f"params.time_budget={budget!r}", "params.eval_every=1", f"phase.end={MAX_EPOCHS}"]
+           f"params.time_budget={budget!r}", "params.eval_every=1", "params.patience=0",
+           f"phase.end={MAX_EPOCHS}"]
     every, train = max(1, settings["sampled_from"]), max(1, settings["train_nodes"])
 
     def cap(key, value, limit):
