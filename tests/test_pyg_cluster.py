@@ -111,11 +111,14 @@ def test_cluster_partition_is_saved_and_read_back(planted, tmp_path):
 
 
 def test_import_scalegnn_never_reaches_the_pyg_package():
-    """Only scalegnn/pyg imports torch_geometric, and nothing outside it imports it."""
+    """Only scalegnn/pyg imports torch_geometric, and nothing outside it imports it (but
+    scalegnn/nn/pyg.py, the PyG model adapter, inside its functions)."""
     for path in SRC.rglob("*.py"):
         if "pyg" in path.relative_to(SRC).parts:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        nodes = tree.body if path.relative_to(SRC).parts == ("nn", "pyg.py") else ast.walk(tree)
+        for node in nodes:
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not any(n.startswith(("torch_geometric", "scalegnn.pyg")) for n in names), \

@@ -68,6 +68,7 @@ from scalegnn.errors import ConfigError
 from scalegnn.features import check_feature_format, check_mmap_features
 from scalegnn.nn.mixhop import parse_powers
 from scalegnn.nn.models import MODELS, parse_arch, validate_options
+from scalegnn.nn.pyg import check_network as check_pyg
 from scalegnn.nn.saint import ACTIVATIONS, AGGREGATIONS, BIASES
 
 __all__ = ["Config", "SCHEMA", "SECTIONS", "NETWORK_DEFAULTS", "PARAM_DEFAULTS", "DIST_DEFAULTS",
@@ -228,6 +229,11 @@ class Config:
         check_int_tokens("network.powers", n["powers"], "0-1-2")
         check_powers(parse_powers(n["powers"]))
         validate_options(n)
+        n["pyg_args"] = dict(n["pyg_args"]) if isinstance(n["pyg_args"], dict) else n["pyg_args"]
+        check_pyg(n, p["dropout"])
+        if n["pyg"] and "shadow" in self.sections:
+            raise ConfigError("network.pyg: shaDow-GNN builds its own model; a PyG model "
+                              "trains in GraphSAINT mode (leave out the shadow: section)")
         self._validate_sections()
         return self
 
@@ -259,9 +265,10 @@ class Config:
             if "shadow" in self.sections:
                 raise ConfigError("shadow: a shaDow-GNN config trains with `scalegnn train`, or "
                                   "with dist-train and distributed.mode: data")
-            if self.network["model"] != "saint":
+            if self.network["model"] != "saint" or self.network["pyg"]:
                 raise ConfigError(f"network.model: distributed training runs the GraphSAINT "
-                                  f"model ('saint'), got {self.network['model']!r}")
+                                  f"model ('saint'), got "
+                                  f"{self.network['pyg'] or self.network['model']!r}")
             if max(parse_arch(self.network["arch"])) > 1:
                 raise ConfigError(f"network.arch: distributed training supports layer orders 0 "
                                   f"and 1 only (order >= 2 needs one exchange per hop), got "

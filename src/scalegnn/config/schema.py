@@ -11,6 +11,9 @@ To add a key: add a ``Key`` to its section below (with a ``range=`` or ``choices
 one; a new mode section also goes into :data:`SCHEMA`), then run ``python docs/generate.py``.
 A rule that is more than a range or a choice (``lr_min <= lr``, ``shadow.edge_split``) is code
 in :mod:`scalegnn.config.checks`; say it in the key's ``also=`` so the reference shows it.
+
+The file is over 400 lines because it is the one table of every key; split, the declarations
+of one config would be scattered over several files.
 """
 
 from __future__ import annotations
@@ -179,6 +182,14 @@ NETWORK = Section("network", "The model: family, depth, widths and layer options
     Key("gin_weights", "operator", "gin: neighbour weights of the sum: operator (the "
         "normalized adjacency's values) or ones (a plain sum).",
         choices=Ref.of(gin, "GIN_WEIGHTS")),
+    Key("pyg", "", "A PyTorch Geometric model instead of network.model: a class name of "
+        "torch_geometric.nn.models or torch_geometric.nn whose forward takes (x, edge_index), "
+        "e.g. GraphSAGE (scalegnn.nn.pyg; needs torch_geometric); '': the zoo's model.",
+        also="in_channels and out_channels come from the data; not with shadow: or "
+             "distributed.mode full or partition"),
+    Key("pyg_args", {}, "pyg: the class's keyword arguments, e.g. {num_layers: 2, "
+        "hidden_channels: 256}; hidden_channels defaults to dim, dropout to params.dropout.",
+        also="a mapping; checked against the class's signature"),
 ))
 
 PARAMS = Section("params", "Training: optimizer, normalization, evaluation, loading and "

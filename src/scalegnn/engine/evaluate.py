@@ -122,10 +122,10 @@ def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_B
 
     ``path``: ``auto`` (layer-wise when :func:`layerwise_bytes` <= ``budget``, default
     :func:`memory_budget`), ``layerwise`` or ``neighbourhood``. Models whose layers are not all
-    :class:`SAINTLayer` (the other families of ``nn/``) run ``model(features, adj)`` on the whole
-    graph instead (no row blocking). ``stats`` (a dict) receives the path taken and, on the
-    neighbourhood path, its progress, block count, rows recomputed and edge ends read from
-    the cache. ``shard`` (data-parallel ranks): each rank computes a block of the rows of every
+    :class:`SAINTLayer` (``model.layerwise`` false: the other families of ``nn/``, PyG models)
+    run ``model(features, adj)`` on the whole graph instead (no row blocking). ``stats`` (a
+    dict) receives the path taken and, on the neighbourhood path, its progress, block count,
+    rows recomputed and edge ends read from the cache. ``shard`` (data-parallel ranks): each rank computes a block of the rows of every
     layer (the neighbourhood path: of the last one) and the blocks are gathered, so every rank
     returns all the logits."""
     if path not in PATHS:
@@ -136,8 +136,8 @@ def full_graph_logits(model, graph: Graph, features, batch_rows: int = DEFAULT_B
         if adj is None:
             adj = SparseAdj.from_graph(graph.row_normalized())
         h = as_feature_store(features).as_input()
-        if not all(isinstance(layer, SAINTLayer) for layer in model.layers):
-            # other families (GCN, GAT, MixHop, JK, GIN): one whole-graph forward pass
+        if not model.layerwise:
+            # other families (GCN, GAT, MixHop, JK, GIN, PyG models): one whole-graph pass
             return model.embed(h, adj) if embeddings else model(h, adj)
         budget = memory_budget() if budget is None else budget
         if path == "auto":

@@ -31,6 +31,11 @@ evaluation activations full-graph pass (``engine/evaluate.py``): the layer-wise 
                        :func:`_evaluation_bytes`)
 ====================== =====================================================================
 
+A PyG model (``network.pyg``, :mod:`scalegnn.nn.pyg`) adds PyG's per-edge messages to the
+iteration activations (2 x subgraph edges x each layer's width, plus the densified batch rows
+of CSR features), and its evaluation is one whole-graph pass: (E + 2n) x the widest layer,
+plus the densified features when they are CSR or memory-mapped.
+
 A config with a ``shadow:`` section is estimated by :func:`estimate_shadow_memory` instead: the
 same graph, training graph, features and labels, then the PPR lists kept per target, one
 training and one evaluation batch of per-target scopes, and the model (the run's
@@ -58,8 +63,7 @@ import torch
 from scalegnn.engine import evaluate as E
 from scalegnn.errors import DataError
 from scalegnn.memory import available_memory, human_bytes
-from scalegnn.nn import build_model
-from scalegnn.nn.models import MODEL_OPTIONS
+from scalegnn.nn.pyg import network_model
 from scalegnn.nn.saint import SAINTLayer
 from scalegnn.sampling.loader import GraphSAINTLoader
 
@@ -123,13 +127,9 @@ def shape_model(dataset, config):
     """The zoo model ``config.network`` builds for ``dataset``, on torch's meta device: every
     parameter has its shape and no storage, so the count of a model far larger than memory
     (``network.dim: 100000``) costs nothing (the estimate never allocates what it estimates)."""
-    net, params = config.network, config.params
     with meta_device():
-        return build_model(dataset.num_features, max(dataset.num_classes, 1),
-                           model=net["model"], hidden=net["dim"], arch=net["arch"],
-                           aggr=net["aggr"], bias=net["bias"], act=net["act"],
-                           dropout=params["dropout"], multilabel=dataset.multilabel,
-                           **{k: net[k] for k in MODEL_OPTIONS if k in net})
+        return network_model(dataset.num_features, max(dataset.num_classes, 1),
+                             config.network, config.params["dropout"], dataset.multilabel)
 
 
 @contextmanager
@@ -150,6 +150,9 @@ def _model_shape(model, in_dim: int, product_first: bool) -> tuple[int, list[tup
     for hop 1 (nothing new) and an n x in_dim matrix per further hop. The neighbourhood path
     holds per hop the narrower of ``Â^o H`` and ``Â^o H W_o``: min(in_dim, out_dim) wide."""
     n_params = sum(p.numel() for p in model.parameters())
+    if not hasattr(model, "classifier"):  # a PyG model (nn/pyg.py): its layers' widths
+        widths = model.layer_widths()
+        return int(n_params), [(w_in, w, w, w) for w_in, w in zip([in_dim] + widths, widths)]
     stack = model.backbones[0] if hasattr(model, "backbones") else model  # shaDow: a branch
     layers = []
     width = in_dim
@@ -236,6 +239,12 @@ def estimate_training_memory(dataset, config, model=None) -> MemoryEstimate:
                             (p["standardize"] and not dataset.meta.get("standardized")))
     t["evaluation activations"] = _evaluation_bytes(n, layers, dataset.num_classes) \
         + (FLOAT * n * dataset.num_features if read_in else 0)
+    if config.network.get("pyg"):  # PyG: per-edge messages; dense input; one whole-graph pass
+        widest = max(w_out for _, w_out, _, _ in layers)
+        dense = FLOAT * dataset.num_features * (n if x.sparse or read_in else 0)
+        t["iteration activations"] += int(2 * FLOAT * sub_edges * sum(w for _, w, _, _ in layers)
+                                          + (FLOAT * vs * dataset.num_features if x.sparse else 0))
+        t["evaluation activations"] = int(FLOAT * (e + 2 * n) * widest + dense)
     return MemoryEstimate({k: int(v) for k, v in t.items()}, int(resident))
 
 

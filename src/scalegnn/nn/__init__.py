@@ -6,8 +6,9 @@ from scalegnn.nn.jk import JumpingKnowledge
 from scalegnn.nn.mixhop import MixHopLayer
 from scalegnn.nn.models import (MODELS, GATNet, GCNNet, GINNet, GraphSAINTNet, JKNet, MixHopNet,
                                 build_model, parse_arch, weighted_loss)
+from scalegnn.nn.pyg import PyGNet, pyg_model
 from scalegnn.nn.saint import SAINTLayer
 
 __all__ = ["GATLayer", "GATNet", "GCNLayer", "GCNNet", "GINLayer", "GINNet", "GraphSAINTNet",
-           "JKNet", "JumpingKnowledge", "MODELS", "MixHopLayer", "MixHopNet", "SAINTLayer",
-           "build_model", "gcn_norm", "parse_arch", "weighted_loss"]
+           "JKNet", "JumpingKnowledge", "MODELS", "MixHopLayer", "MixHopNet", "PyGNet",
+           "SAINTLayer", "build_model", "gcn_norm", "parse_arch", "pyg_model", "weighted_loss"]

@@ -79,6 +79,12 @@ class NodeClassifier(nn.Module):
         self.classifier = SAINTLayer(dim, num_classes, 0, "concat", "bias", "identity",
                                      float(dropout))
 
+    @property
+    def layerwise(self) -> bool:
+        """Full-graph evaluation may run layer by layer in row blocks (``engine/evaluate.py``):
+        every layer is a :class:`SAINTLayer`; else one whole-graph ``model(x, adj)``."""
+        return all(isinstance(layer, SAINTLayer) for layer in self.layers)
+
     def embed(self, x: torch.Tensor, adj: SparseAdj | None, exchange=None) -> torch.Tensor:
         raise NotImplementedError
 
@@ -281,6 +287,8 @@ def propagation_hops(network: dict) -> int:
     """How deep a model of the config's ``network`` reads the graph: the propagations over the
     adjacency between a node's input and its output (saint: the sum of the layer orders;
     mixhop: the largest power per graph layer; the other families: one per graph layer)."""
+    if network.get("pyg"):  # PyG (nn/pyg.py): BasicGNN's num_layers convs; one for a conv
+        return int((network.get("pyg_args") or {}).get("num_layers", 1))
     model = network.get("model", "saint")
     arch = network.get("arch", "1-0-1-0")
     if model == "saint":

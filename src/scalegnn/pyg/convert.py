@@ -10,6 +10,7 @@ from torch_geometric.data import Data
 from scalegnn.batch import Batch
 from scalegnn.data.dataset import Dataset
 from scalegnn.errors import ConfigError, DataError
+from scalegnn.nn.pyg import edge_index
 from scalegnn.pyg._common import check_data
 from scalegnn.sampling.sampler_base import check_int
 
@@ -54,17 +55,11 @@ def _tensor(x):
     return torch.as_tensor(np.asarray(x))
 
 
-def _edge_index(adj) -> torch.Tensor:
-    """(2, E) int64: source = column u, target = row v of each CSR entry (v aggregates u)."""
-    rows = np.repeat(np.arange(adj.num_nodes, dtype=np.int64), adj.degrees())
-    return torch.stack([torch.from_numpy(adj.indices.astype(np.int64)), torch.from_numpy(rows)])
-
-
 def _dataset_data(ds: Dataset) -> Data:
     n = ds.num_nodes
     out = Data(x=torch.from_numpy(np.ascontiguousarray(ds.features.to_dense())),
                y=torch.from_numpy(np.ascontiguousarray(ds.labels)),
-               edge_index=_edge_index(ds.graph))
+               edge_index=edge_index(ds.graph))
     for name, idx in (("train", ds.train_idx), ("val", ds.val_idx), ("test", ds.test_idx)):
         mask = torch.zeros(n, dtype=torch.bool)
         mask[torch.from_numpy(idx)] = True
@@ -90,7 +85,7 @@ def to_data(batch) -> Data:
     if adj.num_cols != adj.num_nodes:
         raise ConfigError("to_data: batches with a rectangular adjacency (distributed "
                           "partitions) are not supported")
-    out = Data(x=_tensor(batch.x), y=_tensor(batch.y), edge_index=_edge_index(adj))
+    out = Data(x=_tensor(batch.x), y=_tensor(batch.y), edge_index=edge_index(adj))
     out.num_nodes = batch.num_nodes
     out.n_id = torch.from_numpy(np.asarray(batch.nodes, dtype=np.int64))
     if adj.data is not None:

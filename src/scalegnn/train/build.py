@@ -11,8 +11,7 @@ from scalegnn.config import Config
 from scalegnn.engine.memory_guard import check_training_memory, meta_device, shape_model
 from scalegnn.engine.mode import Mode
 from scalegnn.errors import ConfigError
-from scalegnn.nn import build_model
-from scalegnn.nn.models import MODEL_OPTIONS
+from scalegnn.nn.pyg import network_model
 from scalegnn.shadow.model import shadow_dims, shadow_net
 from scalegnn.train.modes import GraphSAINTMode
 
@@ -44,13 +43,11 @@ def resolve_device(device) -> torch.device:
 
 def build_run_model(mode: Mode, config: Config) -> torch.nn.Module:
     """The model a run of ``mode`` trains with ``config`` (the mode's own, e.g. shaDow's, or the
-    zoo model of ``network``): the one builder of training and of inference from a run."""
+    zoo or PyG model of ``network``, :func:`~scalegnn.nn.pyg.network_model`): the one builder
+    of training and of inference from a run."""
     net, params = config.network, config.params
-    return mode.build_model(net, params) or build_model(
-        mode.num_features, mode.num_classes, model=net["model"], hidden=net["dim"],
-        arch=net["arch"], aggr=net["aggr"], bias=net["bias"], act=net["act"],
-        dropout=params["dropout"], multilabel=mode.multilabel,
-        **{k: net[k] for k in MODEL_OPTIONS if k in net})
+    return mode.build_model(net, params) or network_model(
+        mode.num_features, mode.num_classes, net, params["dropout"], mode.multilabel)
 
 
 def shape_run_model(dataset, config: Config) -> torch.nn.Module:
