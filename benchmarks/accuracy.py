@@ -31,6 +31,9 @@ CASES = {
     "cora_mrw": (DATA / "cora", "configs/shared/cora_mrw.yml", []),
     "facebook_rw": (DATA / "facebook", "configs/shared/facebook_rw.yml", []),
     "tolokers_rw": (DATA / "tolokers", "configs/shared/tolokers_rw.yml", []),
+    "cora_neighbour": (DATA / "cora", "configs/shared/cora_neighbour.yml", []),
+    "facebook_neighbour": (DATA / "facebook", "configs/shared/facebook_neighbour.yml", []),
+    "tolokers_neighbour": (DATA / "tolokers", "configs/shared/tolokers_neighbour.yml", []),
     "synthetic_gnn": ("synthetic", None, []),
     "synthetic_mlp": ("synthetic", None, ["network.arch=0-0"]),
 }
