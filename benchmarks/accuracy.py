@@ -34,6 +34,9 @@ CASES = {
     "cora_neighbour": (DATA / "cora", "configs/shared/cora_neighbour.yml", []),
     "facebook_neighbour": (DATA / "facebook", "configs/shared/facebook_neighbour.yml", []),
     "tolokers_neighbour": (DATA / "tolokers", "configs/shared/tolokers_neighbour.yml", []),
+    "cora_cluster": (DATA / "cora", "configs/shared/cora_cluster.yml", []),
+    "facebook_cluster": (DATA / "facebook", "configs/shared/facebook_cluster.yml", []),
+    "tolokers_cluster": (DATA / "tolokers", "configs/shared/tolokers_cluster.yml", []),
     "synthetic_gnn": ("synthetic", None, []),
     "synthetic_mlp": ("synthetic", None, ["network.arch=0-0"]),
 }
