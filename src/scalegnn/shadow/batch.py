@@ -53,12 +53,17 @@ def drop_pair_edges(subs):
 ADJ_NORMS = ("mean", "sym")
 
 
-def branch_batch(subs, features, norm: str = "mean") -> Batch:
+def branch_batch(subs, features, norm: str = "mean", unique: bool = False) -> Batch:
     """One extractor's block-diagonal subgraphs with the rows of ``features`` (a feature
     store or an array) gathered. ``norm``:
     ``mean`` -> ``adj = D⁻¹A`` of the stack (mean aggregation); ``sym`` -> GCN's
     ``(D+I)^{-1/2}(A+I)(D+I)^{-1/2}`` (:func:`scalegnn.nn.gcn.gcn_norm`; the weights then carry
-    each node's degree inside its subgraph, which the mean discards)."""
+    each node's degree inside its subgraph, which the mean discards).
+
+    ``unique``: ``x`` holds each distinct node of the stack once (ascending id) and
+    ``meta["inverse"]`` the row of ``x`` of every stack row (``x[inverse]`` is the usual
+    ``x``): scopes overlap, so the first layer's ``X W`` then runs once per node, not once per
+    appearance (:func:`scalegnn.shadow.model.unique_first_layer`)."""
     if norm not in ADJ_NORMS:
         raise ConfigError(f"shadow.adj_norm: {norm!r} is not one of {list(ADJ_NORMS)}")
     n = int(subs.nodes.shape[0])
@@ -72,10 +77,14 @@ def branch_batch(subs, features, norm: str = "mean") -> Batch:
         inv[deg > 0] = 1.0 / deg[deg > 0]
         adj = Graph(np.asarray(subs.indptr, dtype=np.int64), indices, num_cols=n,
                     data=np.repeat(inv, deg), validate=False)
-    x = as_feature_store(features).gather(subs.nodes)   # CSR features stay CSR
+    meta = {"center2": None if subs.center2 is None else np.asarray(subs.center2, np.int64)}
+    rows = subs.nodes
+    if unique:
+        rows, inverse = np.unique(subs.nodes, return_inverse=True)
+        meta["inverse"] = inverse.astype(np.int64, copy=False)
+    x = as_feature_store(features).gather(rows)   # CSR features stay CSR
     segment = np.repeat(np.arange(subs.offsets.shape[0] - 1, dtype=np.int64),
                         np.diff(subs.offsets))
-    meta = {"center2": None if subs.center2 is None else np.asarray(subs.center2, np.int64)}
     return Batch(nodes=np.asarray(subs.nodes, dtype=np.int64), adj=adj, x=x, segment=segment,
                  targets=np.asarray(subs.center, dtype=np.int64), meta=meta)
 

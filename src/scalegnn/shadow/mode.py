@@ -175,9 +175,11 @@ class ShadowMode(Mode):
         rng = np.random.default_rng([self.seed, epoch, 0x5AD0])
         return self.train_idx[rng.permutation(self.train_idx.size)]
 
-    def _make(self, targets, extractors, seed) -> "object":
+    def _make(self, targets, extractors, seed, unique: bool = False) -> "object":
+        """The batch of ``targets``; ``unique`` (inference): each node's features once per
+        branch, so the first layer transforms them once (``branch_batch``)."""
         branches = [branch_batch(ex.extract(targets, seed=seed), self.dataset.features,
-                                 self.settings["adj_norm"]) for ex in extractors]
+                                 self.settings["adj_norm"], unique=unique) for ex in extractors]
         y = torch.from_numpy(np.ascontiguousarray(self.dataset.labels[targets]))
         w = torch.full((targets.shape[0],), 1.0 / max(targets.shape[0], 1), dtype=torch.float32)
         return ensemble_batch(branches, y, w, targets)
@@ -202,14 +204,15 @@ class ShadowMode(Mode):
 
     def branch_inputs(self, model, batch) -> list:
         """``ShadowNet``'s input: per branch ``(x, adj, segment, center, center2)`` on the
-        model's device."""
+        model's device, and ``inverse`` after them for a batch of unique rows."""
         dev = next(model.parameters()).device
         parts = []
         for b in batch.meta["branches"]:
-            c2 = b.meta.get("center2")
+            c2, inv = b.meta.get("center2"), b.meta.get("inverse")
             parts.append((b.x.to(dev), SparseAdj.from_graph(b.adj),
                           torch.from_numpy(b.segment).to(dev), torch.from_numpy(b.targets).to(dev),
-                          None if c2 is None else torch.from_numpy(c2).to(dev)))
+                          None if c2 is None else torch.from_numpy(c2).to(dev))
+                         + (() if inv is None else (torch.from_numpy(inv).to(dev),)))
         return parts
 
     @torch.no_grad()
@@ -234,15 +237,15 @@ class ShadowMode(Mode):
         def block(lo, hi):
             jobs = [targets[s:min(hi, s + bs)] for s in range(lo, hi, bs)]
             return model.predict(self.infer(
-                model, lambda t: self._make(t, self.eval_extractors, EVAL_SEED), jobs))
+                model, lambda t: self._make(t, self.eval_extractors, EVAL_SEED, True), jobs))
         return self._sharded(targets.shape[0], block)
 
     def embeddings(self, model, targets: np.ndarray) -> torch.Tensor:
         """The classifier's input for ``targets`` (the same minibatches as :meth:`scores`)."""
         bs = self.settings["eval_batch_size"]
         jobs = [targets[s:s + bs] for s in range(0, targets.shape[0], bs)]
-        return self.infer(model, lambda t: self._make(t, self.eval_extractors, EVAL_SEED), jobs,
-                          head=self.embed)
+        return self.infer(model, lambda t: self._make(t, self.eval_extractors, EVAL_SEED, True),
+                          jobs, head=self.embed)
 
     def evaluate(self, model, splits) -> dict:
         ds = self.dataset

@@ -34,8 +34,9 @@ import torch
 from torch import nn
 
 from scalegnn.errors import ConfigError
-from scalegnn.nn.models import MODEL_OPTIONS, build_model, weighted_loss
+from scalegnn.nn.models import MODEL_OPTIONS, GraphSAINTNet, build_model, weighted_loss
 from scalegnn.nn.saint import SAINTLayer
+from scalegnn.ops import spmm
 from scalegnn.ops.fused import l2_normalize
 from scalegnn.shadow.labels import num_labels
 from scalegnn.shadow.readout import Readout, Residual
@@ -72,10 +73,36 @@ def check_branches(branches) -> int:
     return branches
 
 
+def expand_rows(x, inverse: torch.Tensor):
+    """``x[inverse]``: the per-appearance rows of a batch whose ``x`` holds each node once
+    (a tensor, or a feature store's CSR rows)."""
+    return x[inverse] if isinstance(x, torch.Tensor) else x[inverse.cpu().numpy()]
+
+
+def unique_first_layer(layer, x, inverse: torch.Tensor, adj):
+    """The output of ``layer`` on the per-appearance rows ``x[inverse]``, with its ``X W_o``
+    computed on the unique rows ``x`` and then gathered: the same numbers as
+    ``layer(x[inverse], adj)`` (each row of ``X W`` depends on that row alone), less work by
+    the scopes' overlap. None where that would not hold, and the caller expands instead: not a
+    :class:`SAINTLayer`, an active dropout (masks are drawn per appearance), or a layer that
+    aggregates before it transforms (``(Â X) W`` when ``out_dim >= in_dim``)."""
+    if not isinstance(layer, SAINTLayer) or (layer.training and layer.dropout.p > 0):
+        return None
+    if isinstance(x, torch.Tensor) and layer.out_dim >= layer.in_dim:
+        return None
+    terms = []
+    for o, weight in enumerate(layer.weights):
+        h = (x @ weight)[inverse]
+        for _ in range(o):
+            h = spmm(adj, h)
+        terms.append(h)
+    return layer.combine(terms)
+
+
 class ShadowNet(nn.Module):
     """shaDow-GNN model; ``forward(branches) -> logits (B, num_classes)`` where ``branches`` is
-    a list of ``(x, adj, segment, center, center2)``, one per branch (``center2`` None unless
-    ``pair``). Family options (``heads``, ``powers``, ``jk_mode``, ``gin_weights``) go to
+    a list of ``(x, adj, segment, center, center2[, inverse])``, one per branch (``center2``
+    None unless ``pair``; ``inverse``: ``x`` has each node once, see :meth:`node_embeddings`). Family options (``heads``, ``powers``, ``jk_mode``, ``gin_weights``) go to
     :func:`scalegnn.nn.build_model`."""
 
     def __init__(self, in_dim: int, num_classes: int, *, branches: int = 1,
@@ -108,15 +135,33 @@ class ShadowNet(nn.Module):
         self.classifier = SAINTLayer(self.embed_dim, num_classes, 0, "concat", "bias",
                                      "identity", float(dropout))
 
-    def node_embeddings(self, r: int, x: torch.Tensor, adj) -> torch.Tensor:
-        """``Z_r``: branch r's L2-normalized node vectors after the residual combination."""
+    def node_embeddings(self, r: int, x: torch.Tensor, adj, inverse=None) -> torch.Tensor:
+        """``Z_r``: branch r's L2-normalized node vectors after the residual combination.
+        ``inverse``: ``x`` holds each node once and ``x[inverse]`` is the branch's rows
+        (:func:`unique_first_layer`)."""
         net = self.backbones[r]
-        outs = net.layer_outputs(x, adj)
+        outs = net.layer_outputs(x, adj) if inverse is None else \
+            self._unique_layer_outputs(net, x, inverse, adj)
         if self.residual.mode == "none" and hasattr(net, "readout"):
             h = net.readout(outs)     # the family's own readout (JK's combination for jk)
         else:
             h = self.residual(outs)
         return l2_normalize(h)     # = F.normalize(h, p=2, dim=1), the backbones' own
+
+    @staticmethod
+    def _unique_layer_outputs(net, x, inverse, adj) -> list[torch.Tensor]:
+        """``net.layer_outputs(x[inverse], adj)``, its first layer by
+        :func:`unique_first_layer` where that gives the same numbers (GraphSAINT layers; the
+        rest of the stack as :meth:`GraphSAINTNet.layer_outputs` runs it)."""
+        first = unique_first_layer(net.layers[0], x, inverse, adj) \
+            if type(net) is GraphSAINTNet else None
+        if first is None:
+            return net.layer_outputs(expand_rows(x, inverse), adj)
+        h, outs = first, [first]
+        for layer in net.layers[1:]:
+            h = layer(h, adj, adj.num_rows) if layer.order > 0 else layer(h, None)
+            outs.append(h)
+        return outs
 
     def branch_vectors(self, branches) -> list[torch.Tensor]:
         """``[e_1, …, e_R]``: the readout of every branch, each (B, embed_dim)."""
@@ -124,10 +169,11 @@ class ShadowNet(nn.Module):
             raise ConfigError(f"shadow.branches: the model has {self.num_branches} branch(es), "
                               f"the batch {len(branches)}")
         out = []
-        for r, (x, adj, segment, center, center2) in enumerate(branches):
+        for r, (x, adj, segment, center, center2, *inverse) in enumerate(branches):
             if self.pair and center2 is None:
                 raise ConfigError("shadow.readout: a pair model needs center2 in every branch")
-            out.append(self.readout(self.node_embeddings(r, x, adj), segment, center, center2))
+            z = self.node_embeddings(r, x, adj, inverse[0] if inverse else None)
+            out.append(self.readout(z, segment, center, center2))
         return out
 
     def attention_weights(self, branches) -> torch.Tensor:
