@@ -31,8 +31,10 @@ __all__ = ["RunData", "load_run", "plot_compare", "plot_run", "report_after_run"
 REPORT_TYPES = (".png", ".html")
 
 
-def _png_bytes(data, draw=plot.draw_report) -> bytes | None:
-    """``draw(data, plt)``'s figure as PNG bytes; None without matplotlib."""
+def _png_bytes(data, draw=None) -> bytes | None:
+    """``draw(data, plt)``'s figure (default: the run report's) as PNG bytes; None without
+    matplotlib."""
+    draw = draw or plot.draw_report  # looked up now: tests replace it
     try:
         import matplotlib  # noqa: PLC0415 (optional dependency)
         matplotlib.use("Agg")
