@@ -29,6 +29,7 @@ TITLES = {
     "shp": "Stochastic hypergraph (SHP) for minibatch training",
     "modes": "Distributed training modes under a shaped link",
     "compare": "Method comparison (scalegnn compare)",
+    "shadow_default": "shaDow-GNN's default config against GraphSAINT's default",
 }
 
 ACC_INTRO = ("Test metric, mean over the seeds; transductive setting, shipped configs "

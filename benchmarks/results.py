@@ -32,14 +32,16 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _results_render as render_sections
 import _results_run as runners
+import _results_shadow_default as shadow_default
 
 RESULTS = ROOT / "docs" / "results"
+SHADOW_DOC = ROOT / "docs" / "shadow.md"   # its "Default config" tables (shadow_default)
 PAGE = ROOT / "docs" / "results.md"
 README = ROOT / "README.md"
 HEADLINE = ("<!-- results headline: written by `python benchmarks/results.py render` -->",
             "<!-- end of results headline -->")
 SECTIONS = ("accuracy", "shadow", "link", "sparse", "speed", "loaders", "distributed",
-            "partition", "shp", "modes", "compare")
+            "partition", "shp", "modes", "compare", "shadow_default")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -130,6 +132,9 @@ def cmd_render(args) -> int:
     outputs = {PAGE: render_sections.page(sections)}
     if README.exists():
         outputs[README] = with_headline(README.read_text(encoding="utf-8"), sections)
+    if SHADOW_DOC.exists():
+        outputs[SHADOW_DOC] = shadow_default.fill_doc(SHADOW_DOC.read_text(encoding="utf-8"),
+                                                      sections)
     stale = [p for p, text in outputs.items()
              if (p.read_text(encoding="utf-8") if p.exists() else "") != text]
     if args.check:
