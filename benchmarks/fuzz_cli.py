@@ -8,7 +8,8 @@ lines of no documented kind, temporaries left, files changed outside the outputs
 ran out of memory, timeouts, wall and CPU time (this process and the cases' children) and the
 load average. ``--failures F.jsonl`` writes every case with a problem (its command line, files,
 stderr and problems), to replay or to turn into a regression test. The machine is shared: run
-it under ``nice -n 10``.
+it under ``nice -n 10``. Interrupted (Ctrl-C or ``kill``), it still prints the JSON line of the
+cases run so far, with ``"stopped_early": "interrupted"``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -82,8 +84,12 @@ def main(argv=None) -> int:
             print(f"{tally['cases']} cases, {sum(kinds.values())} problems, "
                   f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
 
+    stopped = None
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill: stop and report
     try:
         fuzz()
+    except KeyboardInterrupt:  # Ctrl-C or kill: the cases run so far are still reported
+        stopped = "interrupted"
     finally:
         zygote.close()
         shutil.rmtree(root, ignore_errors=True)
@@ -100,7 +106,8 @@ def main(argv=None) -> int:
         "cpu_s_children": round(tally["child_cpu_s"], 1),
         "harness_cpu_s": round(own.ru_utime + own.ru_stime, 1),
         "load_average": [round(x, 2) for x in os.getloadavg()],
-        "seed": args.seed, "timeout_s": args.timeout, "mem_gib": args.mem_gib}))
+        "seed": args.seed, "timeout_s": args.timeout, "mem_gib": args.mem_gib,
+        "stopped_early": stopped}))
     return 0
 
 
