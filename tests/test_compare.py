@@ -54,6 +54,23 @@ def test_no_budget_runs_every_epoch_and_the_clock_grows():
     assert clocks == sorted(clocks) and clocks[0] > 0
 
 
+def test_a_resumed_run_continues_its_clock_and_keeps_a_spent_budget(tmp_path):
+    ds, run = make_tiny_dataset(60), tmp_path / "r"
+    base = ["params.patience=0", "phase.num_root=5"]
+    Trainer(ds, Config.builtin().override([*base, "phase.end=2"]), run, progress=False).fit()
+    Trainer(ds, Config.builtin().override([*base, "phase.end=3"]), run, progress=False,
+            resume=True).fit()
+    rec = [json.loads(line) for line in (run / "metrics.jsonl").open()]
+    assert [r["epoch"] for r in rec] == [1, 2, 3]
+    assert rec[0]["train_elapsed_s"] < rec[1]["train_elapsed_s"] < rec[2]["train_elapsed_s"]
+    assert rec[2]["elapsed_s"] > rec[1]["elapsed_s"]
+    spent = rec[2]["train_elapsed_s"] / 2  # a budget the run had spent before: no new epoch
+    again = Trainer(ds, Config.builtin().override([*base, "phase.end=9",
+                                                   f"params.time_budget={spent}"]),
+                    run, progress=False, resume=True).fit()
+    assert again["epochs_run"] == 3 and again["stopped"].startswith("time budget")
+
+
 def test_time_budget_is_checked_like_other_params():
     with pytest.raises(ConfigError, match="params.time_budget"):
         Config.builtin().override(["params.time_budget=-1"])
