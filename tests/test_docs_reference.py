@@ -15,7 +15,7 @@ from scalegnn.cli import build_parser
 from scalegnn.config import NETWORK_DEFAULTS, PARAM_DEFAULTS, PHASE_KEYS, SECTIONS, Config
 from scalegnn.config.schema import EXTRACTORS, SCHEMA, Key, Ref, Section
 from scalegnn.errors import ConfigError
-from scalegnn.sampling import SAMPLERS as IMPLEMENTED
+from scalegnn.sampling import PHASE_SAMPLERS as IMPLEMENTED
 
 ROOT = Path(__file__).resolve().parents[1]
 
