@@ -160,15 +160,15 @@ def test_sparse_adj_backward_with_a_given_transpose():
     ({"fanouts": []}, None, "graphsaint", r"phase\[0\]\.fanouts: expected a list"),
     ({"fanouts": [2, 1.5]}, None, "graphsaint", r"phase\[0\]\.fanouts: expected a list"),
     ({"batch_size": 0}, None, "graphsaint", r"phase\[0\]\.batch_size: "),
-    ({"fanouts": [4, 2, 2]}, None, "graphsaint", r"phase\[0\]\.fanouts: 3 hops given, the "
-                                                 r"model propagates 2 times"),
+    ({"fanouts": [4, 2, 2]}, None, "graphsaint",
+     r"phase\[0\]\.fanouts: 3 hops given, the model propagates 2 times"),
     ({"fanouts": [4]}, {"arch": "1-0-1-0"}, "graphsaint", r"phase\[0\]\.fanouts: 1 hops"),
     ({"fanouts": [4]}, {"model": "mixhop", "layers": 1, "powers": "0-1"}, "graphsaint", None),
     ({"fanouts": [4, 2, 2, 2]}, {"model": "gcn", "layers": 4}, "graphsaint", None),
-    ({"num_root": 3}, None, "graphsaint", r"phase\[0\]\.num_root: sampler neighbour does "
-                                          r"not take it"),
-    ({}, None, "partition-parallel", r"phase\[0\]\.sampler: neighbour batches are not "
-                                     r"partition-parallel"),
+    ({"num_root": 3}, None, "graphsaint",
+     r"phase\[0\]\.num_root: sampler neighbour does not take it"),
+    ({}, None, "partition-parallel",
+     r"phase\[0\]\.sampler: neighbour batches are not partition-parallel"),
 ])
 def test_config_errors(phase, network, mode, match):
     def build():

@@ -25,7 +25,6 @@ import numpy as np
 import torch
 
 from scalegnn.batch import Batch
-from scalegnn.errors import ConfigError
 from scalegnn.sampling.normalization import Normalization
 from scalegnn.sampling.pool import PooledLoader
 from scalegnn.sampling.sampler_base import Subgraph, check_int
