@@ -185,3 +185,31 @@ def test_neighbour_phases_sample_one_hop_per_pyg_layer():
     cfg.phases[0]["fanouts"] = [5, 5, 5]
     with pytest.raises(ConfigError, match=r"phase\[0\]\.fanouts: 3 hops given"):
         cfg.validate_for_mode("graphsaint")
+
+
+def test_a_module_passed_from_python_trains_and_is_needed_to_load_the_run(tmp_path, capsys):
+    from torch_geometric.nn import GraphSAGE
+    ds = load_dataset(DATA)
+
+    def module():
+        return GraphSAGE(ds.num_features, 16, num_layers=2, out_channels=ds.num_classes)
+
+    torch.manual_seed(0)
+    res = Trainer(ds, config(3), tmp_path / "r", seed=0, progress=False, model=module(),
+                  run_info={"data": DATA, "split": 0, "threads": 0}).fit()
+    info = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert info["python_model"] == "GraphSAGE"
+    with pytest.raises(ConfigError, match=r"its model \(GraphSAGE\) was passed to Trainer"):
+        scalegnn.load_run(tmp_path / "r")
+    run = scalegnn.load_run(tmp_path / "r", model=module())
+    scores = run.scores(ds.test_idx)
+    assert compute_metrics(ds.labels[ds.test_idx], scores, False) == res["test"]
+    rc = cli_main(["predict", str(tmp_path / "r"), "--out", str(tmp_path / "p.csv")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "passed to Trainer from Python" in err[0]
+    rc = cli_main(["train", "--resume", str(tmp_path / "r"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "passed to Trainer from Python" in err[0]
+    more = Trainer(ds, config(4), tmp_path / "r", seed=0, progress=False, resume=True,
+                   model=module()).fit()                 # from Python, with the module again
+    assert more["epochs"] == 4

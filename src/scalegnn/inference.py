@@ -125,7 +125,7 @@ class TrainedRun:
         return compute_metrics(self.dataset.labels[nodes], scores, self.dataset.multilabel)
 
 
-def load_run(run_dir, data=None, *, device="cpu", options=None) -> TrainedRun:
+def load_run(run_dir, data=None, *, device="cpu", options=None, model=None) -> TrainedRun:
     """The best model of the run in ``run_dir`` (its ``best.pt``, loaded with
     ``weights_only``), with the run's config and dataset spec; the dataset is loaded again from
     ``run.json``'s record (``data``, ``split``, ``data_options``) or from ``data`` (a path or
@@ -133,7 +133,8 @@ def load_run(run_dir, data=None, *, device="cpu", options=None) -> TrainedRun:
     :mod:`scalegnn.data.options`, as ``train`` takes them) load ``data``; given for the run's
     own data, they replace the recorded ones they name (a different choice makes it new data).
     GraphSAINT and shaDow-GNN node classification runs; anything else is refused in one
-    line."""
+    line. ``model``: the module a run trained from Python (``Trainer(model=...)``, recorded as
+    ``python_model``) was given, built again by the caller; such a run needs it."""
 
     path = Path(run_dir)
     if not path.is_dir():
@@ -145,6 +146,10 @@ def load_run(run_dir, data=None, *, device="cpu", options=None) -> TrainedRun:
     if not best.is_file():
         raise ConfigError(f"{best}: missing (the run ended before its first validation pass)")
     info = read_run_info(path / "run.json")
+    if info.get("python_model") and model is None:
+        raise ConfigError(f"{path}: its model ({info['python_model']}) was passed to Trainer "
+                          f"from Python; load it with scalegnn.load_run(RUN, model=...) and the "
+                          f"same module")
     kind = info.get("mode")
     if kind == "distributed":
         raise ConfigError(f"{path}: a dist-train run in full-graph mode (its model computes on "
@@ -201,7 +206,7 @@ def load_run(run_dir, data=None, *, device="cpu", options=None) -> TrainedRun:
                                   f"builds a {mode.name} one")
         else:
             ckpt.check_identity(state, mode.identity(), best)
-    model = build_run_model(mode, config)
+    model = build_run_model(mode, config, model)
     model.to(device=dev, dtype=mode.dtype)
     ckpt.load_model_state(model, state["model"], best)
     model.eval()

@@ -123,6 +123,9 @@ def resolve_run(args, mode: str) -> RunSpec:
         if not run_dir.is_dir() or not cfg_path.is_file():
             raise ConfigError(f"--resume {run_dir}: no config.yml (not a run directory)")
         rec = _recorded(run_dir)
+        if rec.get("python_model"):
+            raise ConfigError(f"--resume {run_dir}: its model ({rec['python_model']}) was passed "
+                              f"to Trainer from Python; resume it there with the same model=")
         if (rec.get("mode", mode) in DISTRIBUTED_MODES) != (mode == "distributed"):
             raise ConfigError(f"--resume {run_dir}: a {rec['mode']} run; resume it with the "
                               f"command that made it")

@@ -55,7 +55,7 @@ COMMAND_ENV = "SCALEGNN_COMMAND"  # set by launchers: the user's command line, \
 # what the readers of run.json (resume, predict, embed, dist-train) take from it, and what each
 # must be when present (None: not recorded): a damaged value is one line, not a TypeError later
 RUN_INFO_TEXT = ("mode", "inner_mode", "data", "source", "test_data", "plan", "device_arg",
-                 "features")
+                 "features", "python_model")
 RUN_INFO_INTS = {"split": 2**31 - 1, "seed": 2**32 - 1, "threads": 4096, "world_size": 2**31 - 1}
 
 

@@ -149,6 +149,16 @@ def edge_index(adj, device=None) -> torch.Tensor:
     return out if device is None else out.to(device)
 
 
+def as_model(module: nn.Module, num_classes: int, multilabel: bool) -> nn.Module:
+    """A model given from Python (``Trainer(model=...)``, ``load_run(model=...)``): a zoo-like
+    model (with ``loss`` and ``predict``) as is, any other module wrapped in :class:`PyGNet`."""
+    if not isinstance(module, nn.Module):
+        raise ConfigError(f"model: expected a torch.nn.Module, got {type(module).__name__}")
+    if hasattr(module, "loss") and hasattr(module, "predict"):
+        return module
+    return PyGNet(module, multilabel=multilabel, out_dim=num_classes)
+
+
 class PyGNet(NodeClassifier):
     """A PyG node model with the zoo's interface (module docstring). ``out_dim``: the
     module's output width (the classes; ``embed_dim``)."""

@@ -11,7 +11,7 @@ from scalegnn.config import Config
 from scalegnn.engine.memory_guard import check_training_memory, meta_device, shape_model
 from scalegnn.engine.mode import Mode
 from scalegnn.errors import ConfigError
-from scalegnn.nn.pyg import network_model
+from scalegnn.nn.pyg import as_model, network_model
 from scalegnn.shadow.model import shadow_dims, shadow_net
 from scalegnn.train.modes import GraphSAINTMode
 
@@ -41,10 +41,17 @@ def resolve_device(device) -> torch.device:
     return dev
 
 
-def build_run_model(mode: Mode, config: Config) -> torch.nn.Module:
+def build_run_model(mode: Mode, config: Config, model=None) -> torch.nn.Module:
     """The model a run of ``mode`` trains with ``config`` (the mode's own, e.g. shaDow's, or the
     zoo or PyG model of ``network``, :func:`~scalegnn.nn.pyg.network_model`): the one builder
-    of training and of inference from a run."""
+    of training and of inference from a run.
+
+    ``model``: a module given from Python (``Trainer(model=...)``) instead, a PyG one (forward
+    ``(x, edge_index)``) wrapped by :func:`~scalegnn.nn.pyg.as_model`; run.json records its
+    class as ``python_model``, and resuming or loading the run needs the same module again
+    (``Trainer(..., resume=True, model=...)``, ``load_run(run, model=...)``)."""
+    if model is not None:
+        return as_model(model, mode.num_classes, mode.multilabel)
     net, params = config.network, config.params
     return mode.build_model(net, params) or network_model(
         mode.num_features, mode.num_classes, net, params["dropout"], mode.multilabel)

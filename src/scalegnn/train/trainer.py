@@ -64,13 +64,13 @@ class Trainer:
     ``resume``: continue the run in ``out_dir`` from its ``last.pt`` (a run that died before its
     first checkpoint starts over); ``overwrite``: replace the run in ``out_dir``.
     ``run_info``: extra fields for run.json (the CLI records the data spec, split and threads).
-    ``force``: train even when :func:`guard_memory` estimates more memory than is available.
+    ``force``: train despite :func:`guard_memory`; ``model``: see :func:`build_run_model`.
     """
 
     def __init__(self, source, config: Config | None = None, out_dir=None, *, seed: int = 0,
                  device=None, progress: bool = True, resume: bool = False,
                  overwrite: bool = False, run_info: dict | None = None,
-                 force: bool = False):
+                 force: bool = False, model: torch.nn.Module | None = None):
         self.config = (config or Config.builtin()).validate()
         self.device = resolve_device(device)
         keep_freed_memory()  # activations are reused buffers, not fresh pages, every step
@@ -91,7 +91,7 @@ class Trainer:
                               f"{'sigmoid' if self.mode.multilabel else 'softmax'})")
         net["loss"] = loss
         seed_everything(self.seed)
-        self.model = build_run_model(self.mode, self.config)
+        self.model = build_run_model(self.mode, self.config, model)
         self.model.to(device=self.device, dtype=self.mode.dtype)
         self.mode.setup(self.model, self.seed)
         trim_heap()  # loading's freed temporaries: the never-trimmed heap would keep them
@@ -101,7 +101,8 @@ class Trainer:
         self.progress = progress and self.mode.is_writer
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.resume = bool(resume) and self.out_dir is not None
-        self.extra_info = dict(run_info or {})
+        self.extra_info = dict(run_info or {}, **({"python_model": type(model).__name__}
+                                                  if model is not None else {}))
         self.run = None
         if self.out_dir is not None and self.mode.is_writer:
             self.run = RunDir(self.out_dir, resume=self.resume, overwrite=overwrite,
@@ -299,8 +300,7 @@ class Trainer:
                  "seed": self.seed, "partial": None, "schedule": self.schedule.state_dict()}
         if partial is not None:
             state["partial"] = {"losses": torch.tensor(partial["losses"], dtype=torch.float64),
-                                "sample_s": partial["sample_s"],
-                                "compute_s": partial["compute_s"]}
+                                "sample_s": partial["sample_s"], "compute_s": partial["compute_s"]}
         self.run.save("last.pt", state)
 
     def _load_last(self) -> dict:
