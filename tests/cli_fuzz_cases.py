@@ -140,8 +140,11 @@ def _value(draw, ctx: Ctx, command: tuple, action) -> str | list:
         if draw(st.booleans()):
             return spec(draw)
         return _path_to(ctx, draw, DATASETS + ["run", "plan", "random.bin"])
-    if dest == "data":  # bench epoch: a GraphSAINT folder
-        return _path_to(ctx, draw, ["gs"])
+    if dest == "data":  # bench epoch: a GraphSAINT folder, built there if it does not exist
+        path = _path_to(ctx, draw, ["gs"])
+        if path not in {f.alias for f in ctx.files}:
+            ctx.outputs.append(path)
+        return path
     if dest == "config":
         if draw(st.integers(0, 2)) == 0:
             return _path_to(ctx, draw, ["config.yml", "shadow.yml"], damage=0.7)
