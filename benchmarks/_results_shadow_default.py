@@ -21,7 +21,8 @@ INTRO = ("shaDow-GNN trained as a user would on a graph it was never tuned on: "
          "`--config`), same seeds, both under `nice` on the shared machine. Gap = shaDow "
          "mean - GraphSAINT mean over the seeds both have.")
 COST_INTRO = ("Cost on Facebook (`python benchmarks/shadow_cost.py`): shaDow-GNN's training "
-              "per target (extraction + batch assembly, the training step) and inference per "
+              "per target (extraction + batch assembly, the training step on batches built in "
+              "the background as the trainer builds them) and the inference forward per "
               "target, an epoch estimated as per-target cost x training targets, beside "
               "GraphSAINT's measured training epoch. CPU = the process's CPU seconds (all "
               "threads); wall seconds are inflated by the machine's load.")
