@@ -1,6 +1,8 @@
 """Runtime knobs: glibc malloc tuning is idempotent, can be switched off, and is harmless."""
 
+import numba
 import numpy as np
+import torch
 
 from scalegnn import threads
 
@@ -44,3 +46,18 @@ def test_trim_heap_returns_freed_pages():
     del blocks
     threads.trim_heap()
     assert rss_bytes() < held - (128 << 20)
+
+
+def test_set_threads_caps_at_the_pool():
+    """--threads 4096 used to ask libgomp for 4096 threads, which it answered by exiting the
+    process (found by the long CLI fuzz under its address-space limit): torch and numba both
+    get at most numba's pool size."""
+    before = torch.get_num_threads()
+    try:
+        got = threads.set_threads(4096)
+        assert got == numba.config.NUMBA_NUM_THREADS == torch.get_num_threads()
+        assert numba.get_num_threads() == got
+        assert threads.set_threads(1) == 1 and numba.get_num_threads() == 1
+        assert threads.set_threads(0) == 1   # 0 keeps what is set
+    finally:
+        threads.set_threads(before)

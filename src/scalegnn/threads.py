@@ -12,13 +12,16 @@ _malloc_tuned = None
 
 
 def set_threads(n: int) -> int:
-    """Use ``n`` threads in torch and numba (numba capped at its pool size); ``n <= 0`` keeps
-    the defaults. Returns torch's thread count."""
+    """Use ``n`` threads in torch and numba, both capped at numba's pool size (the cores, or
+    ``NUMBA_NUM_THREADS``): more threads than cores never speeds the kernels up, and thousands
+    of OpenMP threads can fail to start, which libgomp answers by exiting the process
+    (``--threads 4096``). ``n <= 0`` keeps the defaults. Returns torch's thread count."""
     import numba
     import torch
     if n > 0:
+        n = min(n, numba.config.NUMBA_NUM_THREADS)
         torch.set_num_threads(n)
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+        numba.set_num_threads(n)
     return torch.get_num_threads()
 
 

@@ -17,7 +17,6 @@ import json
 import os
 import threading
 
-import numba
 import numpy as np
 import torch
 
@@ -28,6 +27,7 @@ from scalegnn.engine.evaluate import full_graph_logits
 from scalegnn.nn import build_model
 from scalegnn.ops.adj import SparseAdj
 from scalegnn.ops.spmm import num_threads, spmm_timer
+from scalegnn.threads import set_threads
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -71,8 +71,7 @@ class _PeakRSS:
 
 
 def run(args) -> int:
-    torch.set_num_threads(args.threads)
-    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    set_threads(args.threads)
     torch.manual_seed(args.seed)
     ds = load_dataset(args.dataset, seed=args.seed)
     model = build_model(ds.num_features, ds.num_classes, hidden=args.hidden, arch=args.arch,

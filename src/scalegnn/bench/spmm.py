@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 
-import numba
 import numpy as np
 import torch
 
@@ -33,6 +32,7 @@ from scalegnn.ops import costmodel
 from scalegnn.ops.adj import SparseAdj
 from scalegnn.ops.membw import triad_bandwidth
 from scalegnn.ops.spmm import num_threads, plan_for, spmm_forward
+from scalegnn.threads import set_threads
 
 DEFAULT_CASES = [(8000, 512), (8000, 2048), (50000, 512)]
 # small cases where X's column blocks fit the private L2: there the cost model may pick the
@@ -148,8 +148,7 @@ def run_case(n, f, degree, dtype, repeat, seed, membw_gbps=None) -> dict:
 
 
 def run(args) -> int:
-    torch.set_num_threads(args.threads)
-    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    set_threads(args.threads)
     c = costmodel.read_caches()
     membw, total = None, Clock()
     if not args.no_membw:

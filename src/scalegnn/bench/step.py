@@ -37,7 +37,6 @@ import copy
 import json
 import time
 
-import numba
 import numpy as np
 import torch
 
@@ -53,6 +52,7 @@ from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops.fused import bias_act_norm_reference
 from scalegnn.ops.spmm import num_threads, spmm_timer
 from scalegnn.sampling.samplers import make_sampler
+from scalegnn.threads import set_threads
 from scalegnn.train.trainer import Trainer
 
 TARGET_RATIO = 1.3
@@ -158,8 +158,7 @@ def time_rounds(trainer, batches, template, replay):
 
 
 def run(args) -> int:
-    torch.set_num_threads(args.threads)
-    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    set_threads(args.threads)
     torch.manual_seed(args.seed)
     try:
         return _run(args)
