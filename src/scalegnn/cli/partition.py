@@ -29,7 +29,6 @@ import contextlib
 import json
 import math
 import re
-from pathlib import Path
 
 from scalegnn.cli.parser import no_subcommand
 from scalegnn.config.checks import check_range
@@ -41,7 +40,7 @@ from scalegnn.dist.dataload import load
 from scalegnn.dist.hypergraph import PRESETS
 from scalegnn.dist.partition import GP_OBJECTIVES, WEIGHTS, canonical, partition_dataset, write_plan
 from scalegnn.dist.shp import compare_shp, hoeffding_nets, parse_budget, plot_shp
-from scalegnn.engine.rundir import RUN_FILES
+from scalegnn.engine.rundir import check_output_folder
 from scalegnn.errors import ConfigError
 from scalegnn.io import atomic_folder
 from scalegnn.sampling import SAMPLERS
@@ -331,33 +330,11 @@ def _save(res: dict, json_path, plot_path, plot_fn) -> int:
 
 
 def check_plan_out(out, overwrite: bool) -> None:
-    """``--out PLAN`` may be written (the rules of ``train --out``): new, an empty folder, or a
+    """``--out PLAN`` may be written by ``train --out``'s rules: new, an empty folder, or a
     folder holding only a plan (``plan.json``, ``assignment.npy``, ``rank_<i>/``) when
-    ``overwrite``. A run directory or a folder with other files is refused even with
-    ``overwrite``: plan files are never mixed into it, and replacing it would delete them."""
-    out = Path(out)
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise ConfigError(f"--out {out}: exists and is not a folder")
-    entries = sorted(p.name for p in out.iterdir())
-    if not entries:
-        return
-    run = [name for name in RUN_FILES if name in entries]
-    if run:
-        raise ConfigError(f"--out {out}: holds a run directory ({run[0]}), not a plan; a plan "
-                          f"is written only to a new or empty folder, or over a plan with "
-                          f"--overwrite; choose another folder")
-    other = [name for name in entries if name not in PLAN_ENTRIES
-             and not (RANK_FOLDER.fullmatch(name) and (out / name).is_dir())]
-    if other:
-        more = f" and {len(other) - 1} more" if len(other) > 1 else ""
-        raise ConfigError(f"--out {out}: folder is not empty ({other[0][:60]!r}{more}) and holds "
-                          f"no plan; a plan is written only to a new or empty folder, or over a "
-                          f"plan with --overwrite; choose another folder")
-    if not overwrite:
-        raise ConfigError(f"--out {out}: already holds a plan; pass --overwrite to replace it, "
-                          f"or choose a new folder")
+    ``overwrite`` (:func:`scalegnn.engine.rundir.check_output_folder`)."""
+    check_output_folder(out, overwrite, "plan", lambda name, path: name in PLAN_ENTRIES or (
+        RANK_FOLDER.fullmatch(name) is not None and path.is_dir()))
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ import numpy as np
 
 from scalegnn.config import Config
 from scalegnn.config.schema import MAX_EPOCHS
-from scalegnn.engine.rundir import RUN_FILES
+from scalegnn.engine.rundir import check_output_folder
 from scalegnn.errors import ConfigError
 
 METHODS = ("saint-rw", "saint-node", "neighbour", "cluster", "shadow", "full")
@@ -90,29 +90,9 @@ def method_overrides(config: Config, settings: dict, budget: float) -> list[str]
 
 
 def check_out(out, overwrite: bool) -> None:
-    """``--out`` may be written (the rules of ``train --out``): new, an empty folder, or a
-    folder holding a comparison (``compare.json``, ``compare.png``, ``runs/``) when
-    ``overwrite``. A run directory or a folder of other files is refused even with
-    ``overwrite``: replacing it would delete them."""
-    out = Path(out)
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise ConfigError(f"--out {out}: exists and is not a folder")
-    entries = sorted(p.name for p in out.iterdir())
-    if not entries:
-        return
-    run = [name for name in RUN_FILES if name in entries]
-    if run:
-        raise ConfigError(f"--out {out}: holds a run directory ({run[0]}), not a comparison; "
-                          f"choose another folder")
-    other = [n for n in entries if n not in (RESULT_FILE, PLOT_FILE, RUNS)]
-    if other or RESULT_FILE not in entries:
-        name = (other or entries)[0]
-        raise ConfigError(f"--out {out}: folder is not empty ({name[:60]!r}) and holds no "
-                          f"comparison; choose a new folder")
-    if not overwrite:
-        raise ConfigError(f"--out {out}: already holds a comparison; pass --overwrite to "
-                          f"replace it, or choose a new folder")
-
-
+    """``--out`` may be written by ``train --out``'s rules: new, an empty folder, or a folder
+    holding a comparison (``compare.json``, ``compare.png``, ``runs/``) when ``overwrite``
+    (:func:`scalegnn.engine.rundir.check_output_folder`)."""
+    check_output_folder(out, overwrite, "comparison",
+                        lambda name, path: name in (RESULT_FILE, PLOT_FILE, RUNS),
+                        marker=RESULT_FILE)

@@ -64,6 +64,36 @@ def holds_run(path) -> bool:
     return path.is_dir() and any((path / f).exists() for f in RUN_FILES)
 
 
+def check_output_folder(out, overwrite: bool, kind: str, owned, marker: str | None = None):
+    """``--out`` of a command that writes a ``kind`` of folder (a plan, a comparison) may be
+    written by the rules of ``train --out``: new, an empty folder, or, with ``overwrite``, a
+    folder holding only a ``kind`` (every entry ``owned(name, path)``, ``marker`` among them
+    when given). A run directory or a folder with other files is refused even with
+    ``overwrite``: nothing is mixed into it, and replacing it would delete them."""
+    out = Path(out)
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a folder")
+    entries = sorted(p.name for p in out.iterdir())
+    if not entries:
+        return
+    rule = (f"a {kind} is written only to a new or empty folder, or over a {kind} with "
+            f"--overwrite; choose another folder")
+    run = [name for name in RUN_FILES if name in entries]
+    if run:
+        raise ConfigError(f"--out {out}: holds a run directory ({run[0]}), not a {kind}; {rule}")
+    other = [name for name in entries if not owned(name, out / name)]
+    if other or (marker is not None and marker not in entries):
+        name = (other or entries)[0]
+        more = f" and {len(other) - 1} more" if len(other) > 1 else ""
+        raise ConfigError(f"--out {out}: folder is not empty ({name[:60]!r}{more}) and holds "
+                          f"no {kind}; {rule}")
+    if not overwrite:
+        raise ConfigError(f"--out {out}: already holds a {kind}; pass --overwrite to replace "
+                          f"it, or choose a new folder")
+
+
 def read_run_info(path, *, missing_ok: bool = False) -> dict:
     """The JSON object of a run's ``run.json`` with the values its readers use checked
     (:data:`RUN_INFO_TEXT` text, :data:`RUN_INFO_INTS` integers in range, ``data_options`` a
