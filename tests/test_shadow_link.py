@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
+from scalegnn.engine.metrics import hits_at_k, link_metrics, link_ranks, mrr
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
 from scalegnn.shadow.link import (EdgeSplit, adamic_adar_scores, common_neighbours_scores,
                                   heuristic_baseline, sample_negatives, split_edges)
-from scalegnn.engine.metrics import hits_at_k, link_metrics, link_ranks, mrr
 
 
 def random_graph(n=200, m=1200, seed=0, loops=5):
@@ -187,6 +187,17 @@ def test_common_neighbours_and_adamic_adar_match_set_loops():
     assert np.allclose(adamic_adar_scores(g, src, dst), aa)
 
 
+def test_common_neighbours_and_adamic_adar_by_hand():
+    # edges 0-2 1-2 0-3 1-3 3-4: degrees 2, 2, 2, 3, 1
+    g = Graph.from_edges(np.array([0, 1, 0, 1, 3]), np.array([2, 2, 3, 3, 4]), 5, symmetrize=True)
+    src, dst = [0, 0, 2, 2, 4], [1, 4, 3, 4, 4]
+    # (0, 1): {2, 3}; (0, 4): {3}; (2, 3): {0, 1}; (2, 4): none; (4, 4): {3} (a node with itself)
+    assert common_neighbours_scores(g, src, dst).tolist() == [2.0, 1.0, 2.0, 0.0, 1.0]
+    ln2, ln3 = math.log(2), math.log(3)
+    assert np.allclose(adamic_adar_scores(g, src, dst),
+                       [1 / ln2 + 1 / ln3, 1 / ln3, 2 / ln2, 0.0, 1 / ln3])
+
+
 def test_common_neighbours_on_unsorted_duplicated_rows():
     # rows [2, 1, 2] and [1, 2]: duplicates must not be counted twice
     g = Graph(np.array([0, 3, 3, 3, 5]), np.array([2, 1, 2, 1, 2]), 4)
@@ -195,14 +206,20 @@ def test_common_neighbours_on_unsorted_duplicated_rows():
         common_neighbours_scores(g, [0], [4])
 
 
-def test_heuristic_baseline_scores_the_seeded_split_with_train_neighbours():
+@pytest.mark.parametrize("score, fn", [("common_neighbours", common_neighbours_scores),
+                                       ("adamic_adar", adamic_adar_scores)])
+def test_heuristic_baseline_scores_the_seeded_split_with_train_neighbours(score, fn):
     g = random_graph(n=300, m=3000, seed=5, loops=0)
-    out = heuristic_baseline(g, seed=1, num_negatives=1000)
+    out = heuristic_baseline(g, seed=1, score=score, num_negatives=1000)
     split = split_edges(g, seed=1, num_negatives=1000)
-    pos, neg = split.pairs("test")
-    want = link_metrics(common_neighbours_scores(split.train_graph, *pos),
-                        common_neighbours_scores(split.train_graph, *neg))
-    assert out["test_hits@50"] == want["hits@50"] and out["test_mrr"] == want["mrr"]
+    for which in ("val", "test"):
+        pos, neg = split.pairs(which)
+        # neighbours and (Adamic-Adar) degrees from the train graph, never the held-out positives
+        want = link_metrics(fn(split.train_graph, *pos), fn(split.train_graph, *neg))
+        assert out[f"{which}_hits@50"] == want["hits@50"] and out[f"{which}_mrr"] == want["mrr"]
+        leaky = link_metrics(fn(g, *pos), fn(g, *neg))
+        assert out[f"{which}_mrr"] != leaky["mrr"]
+    assert out["score"] == score
     loops_free = {(u, v) for u, v in undirected(g.edge_index()) if u != v}
     assert out["num_negatives"] == 1000 and out["num_edges"] == len(loops_free)
     with pytest.raises(ConfigError, match="score must be one of"):
