@@ -192,7 +192,10 @@ def _output(draw, ctx: Ctx, command: tuple, dest: str) -> str:
                            draw(ops) if draw(st.booleans()) else [])
     else:
         path = draw(st.sampled_from(["", "."]) | text)
-    ctx.outputs.append(path if path not in ("", ".") else "")
+    if path == "." and dest == "data_dir":  # a cache folder may be the working folder itself
+        ctx.outputs.append(".")
+    else:
+        ctx.outputs.append(path if path not in ("", ".") else "")
     return path
 
 

@@ -260,7 +260,10 @@ def changes(before: dict, after: dict) -> dict:
 
 def _under(path: str, roots) -> bool:
     """``path`` is one of ``roots``, inside one, or a sibling of one with another suffix
-    (``report --out r.png`` writes r.html beside it)."""
+    (``report --out r.png`` writes r.html beside it); a root ``.`` (the case folder itself,
+    e.g. ``bench scale --data-dir .``) holds every path."""
+    if "." in roots:
+        return True
     stem = str(Path(path).with_suffix(""))
     return any(path == r or path.startswith(r.rstrip("/") + "/")
                or stem == str(Path(r).with_suffix("")) for r in roots if r)
