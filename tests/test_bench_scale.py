@@ -31,6 +31,12 @@ def test_bench_scale_json_and_reuse(capsys, tmp_path):
         assert r["rss_ratio"] == pytest.approx(r["peak_rss"] / r["sum_bytes"])
         assert r["rss_ratio_above_baseline"] == pytest.approx(
             (r["peak_rss"] - r["baseline_rss"]) / r["sum_bytes"])
+        # the issue-25 bound: the floor plus 1.3x (data + one warm step's saved activations)
+        assert 0 < r["step_activation_bytes"] and 0 < r["step_gradient_bytes"] < r["model_bytes"]
+        assert r["bound_bytes"] == r["sum_bytes"] + r["step_activation_bytes"]
+        assert r["rss_ratio_bound"] == pytest.approx(
+            (r["peak_rss"] - r["baseline_rss"]) / r["bound_bytes"])
+        assert r["meets_rss_target"] == (r["rss_ratio_bound"] <= 1.3)
         assert len(r["load_avg_start"]) == 3 and len(r["load_avg_end"]) == 3
         assert r["generate_s"] > 0 and r["generate_cpu_s"] > 0
         assert_cost(r, "iteration")
@@ -42,6 +48,9 @@ def test_bench_scale_json_and_reuse(capsys, tmp_path):
     assert second["eval_path"] == "neighbourhood" and second["eval_finite"]
     assert second["eval_stats"]["blocks"] >= 1 and second["eval_peak_rss"] >= second["peak_rss"]
     assert summary["summary"] and summary["scales"] == [9, 10] and summary["failed"] == 0
+    assert summary["rss_ratio_bound"] == [first["rss_ratio_bound"], second["rss_ratio_bound"]]
+    assert summary["meets_rss_target"] == (first["meets_rss_target"]
+                                           and second["meets_rss_target"])
     assert second["eval_cpu_s"] > 0
     assert_cost(summary)
     assert summary["cpu_s"] >= first["child_cpu_s"] + second["child_cpu_s"]

@@ -42,6 +42,9 @@ def test_bench_step_json(capsys):
         assert_cost(r, "iteration")
         assert r["iterations_timed"] == 1
         assert r["wall_s"] == pytest.approx(r["iteration_ms"] / 1e3)      # one round
+        # one warm step's saved activations (bench scale's memory bound adds the same)
+        assert r["activation_bytes"] > 0 and r["gradient_bytes"] > 0
+        assert r["step_bytes"] == r["activation_bytes"] + r["gradient_bytes"]
 
 
 def test_bench_eval_json(capsys):

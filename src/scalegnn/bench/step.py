@@ -20,6 +20,9 @@ overhead included); ``profile_top``: the ops with the most self time in that pro
 iteration (where "other" goes). Other fields are medians over the ``--repeat`` rounds, but
 ``wall_s`` / ``cpu_s`` / ``cpu_per_iteration`` (:mod:`scalegnn.bench.measure`): the wall and
 process CPU seconds of the timed iterations (the GEMM replays not included).
+``activation_bytes`` / ``gradient_bytes`` / ``step_bytes``: what one warm step holds for its
+backward pass (:func:`step_memory`; ``bench scale`` adds the same quantity to its peak-memory
+bound).
 
 ``--tail`` (default ``model``) is the layer tail the model runs, the fused
 ``ops.fused.bias_act_norm``; ``--tail torch`` runs the same iteration with each layer's
@@ -126,6 +129,35 @@ def _batches(trainer, args) -> list:
     return out
 
 
+def step_memory(trainer, batch) -> dict:
+    """One ``trainer.train_step(batch)`` with the bytes it holds for the backward pass:
+    ``activation_bytes`` = the distinct storages autograd saves during the forward (recorded
+    by ``torch.autograd.graph.saved_tensors_hooks``: layer inputs and outputs, SpMM results,
+    dropout masks, the fused tail's inputs), less those of the parameters and of the batch's
+    own tensors (counted as model and pool); ``gradient_bytes`` = the parameters' gradients
+    the step leaves in ``.grad``; ``step_bytes`` = their sum. Small per-row statistics the
+    fused tail keeps as ``ctx`` attributes (one float per row) and the transient gradients of
+    the activations in backward are not counted."""
+    known = {t.untyped_storage().data_ptr() for t in trainer.params}
+    known |= {t.untyped_storage().data_ptr() for t in (batch.x, batch.y, batch.loss_weight)
+              if isinstance(t, torch.Tensor)}
+    saved: dict[int, int] = {}
+
+    def pack(t):
+        if isinstance(t, torch.Tensor) and t.device.type != "meta":
+            st = t.untyped_storage()
+            if st.data_ptr() not in known:
+                saved[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        trainer.train_step(batch)
+    grads = sum(p.grad.numel() * p.grad.element_size() for p in trainer.params
+                if p.grad is not None)
+    act = int(sum(saved.values()))
+    return {"activation_bytes": act, "gradient_bytes": int(grads), "step_bytes": act + grads}
+
+
 def gemm_template(trainer, batches):
     """(GemmTemplate of the step's products, the first recording's calls, ms they took inside
     that profiled step, its top ops): two recorded steps, on batches of different row counts
@@ -177,6 +209,7 @@ def _run(args) -> int:
     dtype = next(trainer.model.parameters()).dtype
 
     trainer.train_step(batches[0])              # warm-up: numba compile, allocator
+    memory = step_memory(trainer, batches[0])   # a warm step's activations and gradients
     template, calls, gemm_inside_ms, top = gemm_template(trainer, batches)
     replay = GemmReplay(dtype)
     tails = ["model", "torch"] if args.tail == "both" else [args.tail]
@@ -208,7 +241,7 @@ def _run(args) -> int:
             "gemm_calls": len(calls), "gemm_GFLOPs": flops / 1e9,
             "gemm_GFLOPps": flops / gm / 1e6,
             "iteration_ms_all": (iters * 1e3).tolist(), "gemm_alone_ms_all": (gemm_s * 1e3).tolist(),
-            "prep_s": t_prep, "profile_top": top if tail == tails[0] else None,
+            **memory, "prep_s": t_prep, "profile_top": top if tail == tails[0] else None,
             **clock.fields(len(iters), "iteration"),
         }), flush=True)
     return 0
