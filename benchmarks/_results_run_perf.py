@@ -63,21 +63,40 @@ def _speed_record(bench: str, figures: list[dict]) -> dict:
                 "target": s["target_ratio_vs_gemm_floor"], "wait_share": s["wait_share_median"],
                 "load_avg": [min(loads), max(loads)] if loads else s["load_avg"]}
     if bench == "scale":
-        s = next(r for r in recs if r.get("summary"))
-        rows = [r for r in recs if not r.get("summary") and "iteration_s_median" in r]
-        return {**base, "load_avg": figures[-1]["load_avg"],
-                "iteration_ratio": s["iteration_ratio"],
-                "target_iteration_ratio": s["target_iteration_ratio"],
-                "target_rss_ratio": s["target_rss_ratio"],
-                "rows": [{"scale": r["scale"], "edges_m": r["edges"] / 1e6,
-                          "it_median": r["iteration_s_median"], "it_p90": r["iteration_s_p90"],
-                          "sampler_s": r["sampler_s_per_subgraph"], "load_s": r["load_s"],
-                          "load_peak_gb": r["load_peak_rss"] / 1e9,
-                          "peak_gb": r["peak_rss"] / 1e9, "sum_gb": r["sum_bytes"] / 1e9,
-                          "ratio": r["rss_ratio"], "ratio_above": r["rss_ratio_above_baseline"],
-                          "load_avg": r["load_avg_start"][:1] + r["load_avg_end"][:1]}
-                         for r in rows]}
+        return {**base, **scale_record(figures)}
     raise BenchmarkFailed(f"readme_numbers.py: unknown benchmark {bench!r}")
+
+
+def scale_record(figures: list[dict], alternation: dict | None = None,
+                 command: str | None = None) -> dict:
+    """The page's scale record from one ``bench scale`` sweep's figure lines; with the
+    ``alternation`` of ``benchmarks/scale_alternate.py`` (which then names the ``command``) its
+    iteration ratio replaces the sweep's."""
+    recs = [f["record"] for f in figures]
+    s = next(r for r in recs if r.get("summary"))
+    rows = [r for r in recs if not r.get("summary") and "iteration_s_median" in r]
+    rec = {"load_avg": figures[-1]["load_avg"], "iteration_ratio": s["iteration_ratio"],
+           "target_iteration_ratio": s["target_iteration_ratio"],
+           "target_rss_ratio": s["target_rss_ratio"],
+           "rows": [{"scale": r["scale"], "edges_m": r["edges"] / 1e6,
+                     "it_median": r["iteration_s_median"], "it_p90": r["iteration_s_p90"],
+                     "cpu_it": r.get("cpu_per_iteration"),
+                     "sampler_s": r["sampler_s_per_subgraph"], "load_s": r["load_s"],
+                     "load_peak_gb": r["load_peak_rss"] / 1e9, "floor_gb": r["baseline_rss"] / 1e9,
+                     "peak_gb": r["peak_rss"] / 1e9, "sum_gb": r["sum_bytes"] / 1e9,
+                     "act_gb": r.get("step_activation_bytes", 0) / 1e9,
+                     "bound_gb": r.get("bound_bytes", r["sum_bytes"]) / 1e9,
+                     "ratio": r["rss_ratio"], "ratio_above": r["rss_ratio_above_baseline"],
+                     "ratio_bound": r.get("rss_ratio_bound"),
+                     "load_avg": r["load_avg_start"][:1] + r["load_avg_end"][:1]}
+                    for r in rows]}
+    if alternation is not None:
+        rec.update(id="speed:scale", group="speed:scale", kind="scale", date=_today(),
+                   command=command or figures[0]["command"], driver="python "
+                   "benchmarks/scale_alternate.py", sweep_command=figures[0]["command"],
+                   sweep_iteration_ratio=s["iteration_ratio"],
+                   iteration_ratio=alternation["iteration_ratio"], alternation=alternation)
+    return rec
 
 
 def run_speed(extra: list[str]) -> list[dict]:

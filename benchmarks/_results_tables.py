@@ -67,6 +67,40 @@ def _epoch(x, r) -> str:
 
 
 def _scale(x, r) -> str:
+    if "alternation" not in x:
+        return _scale_old(x, r)
+    rows = [[f"2^{s['scale']}", f"{s['edges_m']:.1f} M",
+             f"{s['it_median']:.3f} s ({s['it_p90']:.3f})", f"{s['cpu_it']:.3f} s",
+             f"{s['sampler_s']:.3f}", f"{s['load_s']:.1f}", f"{s['floor_gb']:.2f} GB",
+             f"{s['peak_gb']:.2f} GB", f"{s['sum_gb']:.2f} GB", f"{s['act_gb']:.2f} GB",
+             f"**{s['ratio_bound']:.2f}**", f"{s['ratio']:.2f}",
+             "/".join(f"{v:.1f}" for v in s["load_avg"])] for s in x["rows"]]
+    tab = r.table(["nodes", "edges", "iteration, median (p90)", "CPU / iteration",
+                   "sampler s / subgraph", "load s", "floor (after imports)", "peak RSS",
+                   "CSR + features + model + pool", "step activations",
+                   "(peak - floor) / (data + activations)", "peak / data", "load average"],
+                  rows)
+    a = x["alternation"]
+    runs = ", ".join(f"2^{u['scale']} {u['it_median']:.3f} s / CPU {u['cpu_it']:.3f} s "
+                     f"(load {u['load_avg'][0]:.1f})" for u in a["runs"])
+    verdict = "met" if x["iteration_ratio"] <= x["target_iteration_ratio"] else "missed"
+    fits = [s for s in x["rows"] if s["ratio_bound"] <= x["target_rss_ratio"]]
+    mem = ("met at every scale" if len(fits) == len(x["rows"]) else "met at: "
+           + (", ".join(f"2^{s['scale']}" for s in fits) or "none"))
+    return (f"- Scaling, `{x['sweep_command']}`:\n\n{tab}\n\n"
+            f"  Iteration time 2^{a['pair'][1]} / 2^{a['pair'][0]}, `{x['command']}` "
+            f"({2 * a['rounds']} separate processes, alternating): **"
+            f"{x['iteration_ratio']:.3f}x** (median over {a['rounds']} runs each; target <= "
+            f"{x['target_iteration_ratio']}: {verdict}); CPU per iteration "
+            f"{a['cpu_ratio']:.3f}x; sampler s / subgraph {a['sampler_s'][0]:.3f} -> "
+            f"{a['sampler_s'][1]:.3f}. Runs: {runs}. The sweep alone gave "
+            f"{x['sweep_iteration_ratio']:.3f}x. Peak RSS <= {x['target_rss_ratio']}x (CSR + "
+            f"features + model + pool + one warm step's saved activations) + the process floor "
+            f"after its imports: {mem} (load average at the end "
+            f"{r.load_text(x['load_avg'])}).")
+
+
+def _scale_old(x, r) -> str:
     rows = [[f"2^{s['scale']}", f"{s['edges_m']:.1f} M",
              f"{s['it_median']:.3f} s ({s['it_p90']:.3f})", f"{s['sampler_s']:.3f}",
              f"{s['load_s']:.1f}", f"{s['load_peak_gb']:.2f} GB", f"{s['peak_gb']:.2f} GB",

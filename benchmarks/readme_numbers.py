@@ -223,10 +223,10 @@ def bullet_scale(res) -> str:
         verdict = "met" if ratio <= s["target_iteration_ratio"] else "missed"
         lines.append(f"  Largest / smallest scale iteration: **{ratio:.3f}x** (target <= "
                      f"{s['target_iteration_ratio']}: {verdict}). Peak RSS <= "
-                     f"{s['target_rss_ratio']}x "
-                     f"CSR + features + model + pool at: "
+                     f"{s['target_rss_ratio']}x (CSR + features + model + pool + one step's "
+                     f"saved activations) + the floor after imports at: "
                      + (", ".join(f"2^{r['scale']}" for r in rows
-                                  if r.get("rss_ratio", 99) <= s["target_rss_ratio"]) or "none")
+                                  if r.get("meets_rss_target")) or "none")
                      + f" (load average at the end {_load(res['load_avg_end'])}).")
     return "\n".join(lines)
 
