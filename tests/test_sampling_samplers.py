@@ -10,6 +10,7 @@ from scalegnn.sampling import SAMPLERS, Sampler, make_sampler
 from scalegnn.sampling import reference as R
 from scalegnn.sampling._induce_kernels import add_counts
 from scalegnn.sampling._random_kernels import alias_draws, build_alias
+from scalegnn.sampling._simd import VECTOR_FILL
 
 BUDGETS = {"node": {"size_subgraph": 60}, "edge": {"size_subg_edge": 40},
            "rw": {"num_root": 20, "depth": 2}, "mrw": {"size_subgraph": 80, "size_frontier": 20},
@@ -268,3 +269,38 @@ def test_induction_with_self_loops(name):
         np.testing.assert_array_equal(sub.graph.indices, ref.indices)
         np.testing.assert_array_equal(sub.edge_ids, eids)
         np.testing.assert_array_equal(sub.transpose_perm, ref.transpose_permutation())
+
+
+@pytest.mark.parametrize("name", ["rw", "node", "edge", "mrw"])
+def test_vector_fill_equals_scalar_fill_and_reference(name):
+    """The AVX-512 compress path of the fill pass (``sampling._simd``) writes exactly what the
+    scalar loop writes: local ids, parent edge ids (int32 and int64), values (none, row scale
+    only, edge values x row scale), on rows long enough for many 16-entry blocks."""
+    if not VECTOR_FILL:
+        pytest.skip("host without AVX-512: the fill pass has only its scalar loop")
+    g = random_graph(n=400, m=30_000, seed=7)      # mean degree ~150: blocks and tails
+    budget = {"node": {"size_subgraph": 120}, "edge": {"size_subg_edge": 60},
+              "rw": {"num_root": 40, "depth": 2},
+              "mrw": {"size_subgraph": 120, "size_frontier": 30}}[name]
+    s = make_sampler(name, g, np.arange(g.num_nodes), budget)
+    vals = np.random.default_rng(1).random(g.num_edges).astype(np.float32)
+    scale = np.random.default_rng(2).random(g.num_nodes).astype(np.float32)
+    for id_dtype in (np.int32, np.int64):
+        s._id_dtype = id_dtype
+        for kw in ({}, {"row_scale": scale}, {"edge_values": vals, "row_scale": "inverse_degree"}):
+            out = {}
+            for vec in (True, False):
+                s.vector_fill = vec
+                out[vec] = s.sample(3, seed=11, num_threads=2, **kw)
+            for a, b in zip(out[True], out[False]):
+                ref, eids = g.induced_subgraph(a.nodes)
+                np.testing.assert_array_equal(a.graph.indptr, ref.indptr)
+                np.testing.assert_array_equal(a.graph.indices, ref.indices)
+                np.testing.assert_array_equal(a.edge_ids, eids)
+                assert a.edge_ids.dtype == id_dtype
+                np.testing.assert_array_equal(a.transpose_perm, b.transpose_perm)
+                for x, y in ((a.nodes, b.nodes), (a.graph.indices, b.graph.indices),
+                             (a.edge_ids, b.edge_ids)):
+                    np.testing.assert_array_equal(x, y)
+                if kw:
+                    np.testing.assert_array_equal(a.graph.data, b.graph.data)

@@ -14,6 +14,7 @@ import numba as nb
 import numpy as np
 
 from scalegnn.ops._kernels import _prefetch  # llvm.prefetch of &arr[idx]
+from scalegnn.sampling._simd import W, compress_block
 
 _JIT = dict(nogil=True, cache=True)
 
@@ -83,7 +84,7 @@ def _count_induced(indptr, indices, vs, k, bits, rowcnt):
 @nb.njit(parallel=True, **_JIT)
 def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bits, mark,
                  edge_values, row_scale, inv_degree, out_nodes, out_indptr, out_indices,
-                 out_eids, out_perm, out_data):
+                 out_eids, out_perm, out_data, vector):
     """Induced CSRs of all subgraphs, into flat arrays, with only sequential output writes.
 
     Subgraph i: nodes at out_nodes[node_off[i]:], indptr (k+1 entries) at
@@ -111,6 +112,7 @@ def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bit
     for w in nb.prange(nw):
         mk = mark[w]
         bt = bits[w]
+        bt32 = bt.view(np.uint32)
         cursor = np.empty(nodes_buf.shape[1], dtype=np.int64)
         for i in range(w, count, nw):
             k = nv[i]
@@ -136,7 +138,23 @@ def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bit
                 elif inv_degree and indptr[u + 1] > indptr[u]:
                     su = np.float32(1.0 / (indptr[u + 1] - indptr[u]))
                 p = np.uint64(eo + ip[j])
-                for e in _scan_range(indptr[u], indptr[u + 1]):
+                e0 = np.uint64(indptr[u])
+                if vector:   # blocks of 16 entries compressed (_simd); the rest below
+                    while e0 + np.uint64(W) <= np.uint64(indptr[u + 1]):
+                        if has_data and has_val:
+                            p += np.uint64(compress_block(indices, e0, bt32, mk, out_indices,
+                                                          out_eids, out_data, edge_values,
+                                                          su, p, 2))
+                        elif has_data:
+                            p += np.uint64(compress_block(indices, e0, bt32, mk, out_indices,
+                                                          out_eids, out_data, edge_values,
+                                                          su, p, 1))
+                        else:
+                            p += np.uint64(compress_block(indices, e0, bt32, mk, out_indices,
+                                                          out_eids, out_data, edge_values,
+                                                          su, p, 0))
+                        e0 += np.uint64(W)
+                for e in _scan_range(e0, indptr[u + 1]):
                     v = np.uint32(indices[e])
                     hit = _member(bt, v)
                     out_indices[p] = mk[v * hit]   # a miss reads mk[0]: always in cache

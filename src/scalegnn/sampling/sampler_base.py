@@ -20,6 +20,7 @@ import numpy as np
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph, index_dtype
 from scalegnn.sampling._induce_kernels import fill_induced
+from scalegnn.sampling._simd import VECTOR_FILL
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Sampler:
     required: tuple = ()
     optional: tuple = ()
     deterministic = False  # True: every call returns the same subgraph (full batch)
+    vector_fill = VECTOR_FILL  # AVX-512 compress in the fill pass (False: the scalar loop)
 
     def __init__(self, graph: Graph, nodes: np.ndarray, **budget):
         if not isinstance(graph, Graph):
@@ -218,7 +220,7 @@ class Sampler:
         out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
         fill_induced(self.graph.indptr, self.graph.indices, nodes_buf, rowcnt, nv, node_off,
                      edge_off, bits, mark, vals, scale, inv_degree, out_nodes, out_indptr,
-                     out_indices, out_eids, out_perm, out_data)
+                     out_indices, out_eids, out_perm, out_data, self.vector_fill)
         subs = []
         for i in range(count):
             a, b = int(node_off[i]), int(node_off[i + 1])
