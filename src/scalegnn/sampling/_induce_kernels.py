@@ -14,7 +14,7 @@ import numba as nb
 import numpy as np
 
 from scalegnn.ops._kernels import _prefetch  # llvm.prefetch of &arr[idx]
-from scalegnn.sampling._simd import W, compress_block
+from scalegnn.sampling._simd import VECTOR_FILL, W, compress_block, count_block
 
 _JIT = dict(nogil=True, cache=True)
 
@@ -68,12 +68,18 @@ def _count_induced(indptr, indices, vs, k, bits, rowcnt):
     Scans whole parent rows and adds the membership bit without a branch (a third of the
     scanned entries hit, so a branch would mispredict often)."""
     _mark_bits(vs, k, bits, np.uint64(1))
+    bt32 = bits.view(np.uint32)
     tot = 0
     for j in range(k):
         u = vs[j]
         _prefetch_row(indptr, indices, vs, k, j)
         c = np.uint64(0)
-        for e in _scan_range(indptr[u], indptr[u + 1]):
+        e0 = np.uint64(indptr[u])
+        if VECTOR_FILL:   # 16 entries at a time (_simd); the rest below
+            while e0 + np.uint64(W) <= np.uint64(indptr[u + 1]):
+                c += np.uint64(count_block(indices, e0, bt32))
+                e0 += np.uint64(W)
+        for e in _scan_range(e0, indptr[u + 1]):
             c += _member(bits, np.uint32(indices[e]))
         rowcnt[j] = c
         tot += rowcnt[j]
