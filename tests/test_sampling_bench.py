@@ -2,12 +2,15 @@
 
 import json
 
+import numba
 import numpy as np
 import pytest
 
 from bench_helpers import assert_cost
+from scalegnn.bench import roofline
 from scalegnn.cli import main
 from scalegnn.data import load_dataset
+from scalegnn.ops.membw import read_probe
 from scalegnn.sampling import Normalization, make_sampler
 
 
@@ -35,7 +38,47 @@ def test_bench_sample_json_lines(capsys):
                                                         abs=0.05)
         norm, _ = Normalization.estimate(s, np.arange(g.num_nodes), g.num_nodes, 2, keep=False)
         assert r["presample_subgraphs"] == norm.num_subgraphs
+        roof = r["roofline"]   # the traffic of the timed subgraphs, at the probe's rates
+        scanned = np.mean([roofline.scanned_entries(g.indptr, x.nodes) for x in subs])
+        t = roofline.sampler_traffic(r["sampler"], r["budget"], r["nodes_per_subgraph"],
+                                     scanned, r["edges_per_subgraph"], g.num_nodes)
+        assert roof["stream_MB"] == pytest.approx(t["stream_bytes"] / 1e6, abs=1e-3)
+        assert roof["random_lines"] == int(t["random_lines"])
+        assert 0 < roof["min_bound_cpu_ms"] <= roof["bound_cpu_ms"]
+        assert roof["cpu_over_bound"] == pytest.approx(
+            r["cpu_ms_per_subgraph"] / roof["bound_cpu_ms"], rel=0.01)
+        assert roof["probe"]["probe_threads"] == min(r["threads"], numba.config.NUMBA_NUM_THREADS)
     assert "speedup_vs_first" in lines[1]
+
+
+def test_bench_sample_coverage_zero_skips_presampling(capsys):
+    assert main(["bench", "sample", "--graph", "kronecker:8:4", "--threads", "1",
+                 "--samplers", "node", "--count", "2", "--repeats", "1", "--coverage", "0",
+                 "--budget", "node.size_subgraph=30"]) == 0
+    r = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert "presample_seconds" not in r and r["roofline"]["bound_cpu_ms"] > 0
+
+
+def test_sampler_traffic_counts_by_hand():
+    """rw, 10 roots x 2 steps; 50 nodes, 400 scanned entries, 120 kept edges."""
+    t = roofline.sampler_traffic("rw", {"num_root": 10, "depth": 2}, 50, 400, 120, 1024)
+    assert t["random_lines"] == 10 + 2 * 10 * 2 + 4 * 50        # roots, steps, 2 scans x 2
+    assert t["stream_bytes"] == 8 * 400 + 4 * 400 + 16 * 120 + 16 * 50 + 4 * 120
+    assert t["min_random_lines"] == 10 + 40 + 2 * 50
+    assert t["min_stream_bytes"] == 4 * 400 + 4 * 120 + 16 * 120 + 16 * 50
+    assert t["state_bytes"] == 1024 // 8 + 4 * 1024
+    assert roofline.sample_lines("node", {"size_subgraph": 7}) == 21
+    assert roofline.sample_lines("edge", {"size_subg_edge": 5}) == 20
+    assert roofline.sample_lines("mrw", {"size_subgraph": 9, "size_frontier": 3}) == 6 + 24
+    b = roofline.bound(t, {"stream_GBps_per_thread": 1.0, "random_ns_per_line": 10.0}, 1e-3)
+    assert b["bound_cpu_ms"] == pytest.approx(1e3 * (t["stream_bytes"] / 1e9
+                                                     + t["random_lines"] * 1e-8), rel=1e-3)
+
+
+def test_read_probe_rates_are_positive():
+    p = read_probe(1 << 20, 1, repeat=1, accesses=1 << 14)
+    assert p["probe_MiB"] == 1.0 and p["probe_threads"] == 1
+    assert p["stream_GBps_per_thread"] > 0 and p["random_ns_per_line"] > 0
 
 
 @pytest.mark.parametrize("argv,msg", [(["--threads", "0"], "--threads"),

@@ -9,6 +9,10 @@ best call, and the wall and CPU seconds of all the calls (``wall_s``, ``cpu_s``,
 load average at the end of the (sampler, threads) cell (``load_avg``; ``load_avg_1min`` its
 first value), and the wall and CPU time of ``Normalization.estimate`` at ``--coverage``
 (counting only; subgraphs are not kept).
+``roofline`` (:mod:`scalegnn.bench.roofline`): the bytes streamed and random cache lines one
+subgraph touches (as implemented, and the minimum), the CPU-time lower bound they give at
+the read rates ``ops.membw.read_probe`` measures on an array the size of the CSR with the
+same thread count, and ``cpu_over_bound`` = measured CPU per subgraph / that bound.
 Default budgets are the reference PPI ones: rw 3000 roots x 2 hops, edge 4000, node 6000,
 mrw 8000 nodes / 2500 frontier. By default the whole graph is sampled over all its nodes;
 ``--inductive`` samples the training graph over the training nodes instead.
@@ -22,6 +26,7 @@ import time
 
 import numpy as np
 
+from scalegnn.bench import roofline
 from scalegnn.bench.measure import Clock
 from scalegnn.config.flags import REPEATS, SEED, count, name_flags, real
 from scalegnn.data import load_dataset
@@ -40,7 +45,7 @@ def add_arguments(p):
     p.add_argument("--threads", default="1,2", help="comma list of thread counts (default 1,2)")
     p.add_argument("--count", type=count(1, 10**6), default=32, help="subgraphs per timed call")
     p.add_argument("--repeats", type=REPEATS, default=3, help="timed calls per (sampler, threads)")
-    p.add_argument("--coverage", type=real(0.0, 1e5, lo_open=True), default=50.0,
+    p.add_argument("--coverage", type=real(0.0, 1e5), default=50.0,
                    help="pre-sampling coverage to time (0: skip)")
     p.add_argument("--budget", action="append", default=[], metavar="SAMPLER.KEY=VALUE",
                    help="override a budget, e.g. rw.num_root=2000 (repeatable)")
@@ -95,12 +100,14 @@ def run(args) -> int:
     base = {"bench": "sample", "graph": args.graph, "mode": "inductive" if args.inductive
             else "whole-graph", "graph_nodes": graph.num_nodes, "graph_edges": graph.num_edges,
             "load_seconds": round(load_s, 3)}
+    csr_bytes = graph.indptr.nbytes + graph.indices.nbytes
+    probes = {th: roofline.probe_for(csr_bytes, th) for th in threads}
     for name in names:
         sampler = make_sampler(name, graph, nodes, budgets[name])
         sampler.sample(max(threads), seed=args.seed, num_threads=max(threads))  # compile, warm
         first_rate = None
         for th in threads:
-            rates, cpu, nv, ne, clock = [], [], [], [], Clock()
+            rates, cpu, nv, ne, scanned, clock = [], [], [], [], [], Clock()
             for r in range(args.repeats):
                 with clock:
                     subs = sampler.sample(args.count, seed=args.seed + 1, num_threads=th,
@@ -110,6 +117,7 @@ def run(args) -> int:
                 cpu.append(clock.last_cpu_s / args.count)
                 nv += [s.num_nodes for s in subs]
                 ne += [s.num_edges for s in subs]
+                scanned += [roofline.scanned_entries(graph.indptr, s.nodes) for s in subs]
                 del subs
             rec = {**base, "sampler": name, "budget": budgets[name], "threads": th,
                    "subgraphs_per_s": round(max(rates), 2),
@@ -121,6 +129,9 @@ def run(args) -> int:
                    # the box is shared: thread scaling means little when load > cores
                    **clock.fields(args.count * args.repeats, "subgraph")}
             rec["load_avg_1min"] = rec["load_avg"][0]
+            traffic = roofline.sampler_traffic(name, budgets[name], np.mean(nv), np.mean(scanned),
+                                               np.mean(ne), graph.num_nodes)
+            rec["roofline"] = roofline.bound(traffic, probes[th], min(cpu))
             if first_rate is None:
                 first_rate = max(rates)
             else:

@@ -1,0 +1,100 @@
+"""Where a sampler's time goes, against a roofline (issue 25 item 1).
+
+A subgraph's work is memory access, so its CPU time has a lower bound: the bytes it streams
+at the machine's streaming read rate plus the cache lines it fetches at random at the random
+read rate, both measured by :func:`scalegnn.ops.membw.read_probe` on an array the size of the
+graph's CSR (the same cache level or DRAM the sampler reads from) with the bench's thread
+count, per CPU second::
+
+    bound_cpu_s = stream_bytes / stream_Bps_per_thread + random_lines * ns_per_line
+
+Traffic of one subgraph with k nodes, S scanned parent-row entries (the sum of the parent
+degrees of its nodes), M induced edges and the sampler's draws (``sample_lines``):
+
+* sampling: node sampler 3 lines per draw (alias probability, alias, node id); edge sampler 4
+  per edge (probability, alias, both ends); rw 1 per root and 2 per step (row bounds, the
+  neighbour); frontier 2 per initial node (id, degree) and 4 per step (a Dashboard slot, the
+  popped node's row bounds, its neighbour, the new node's degree).
+* induction as implemented (``sampling._induce_kernels``): two scans of the k parent rows
+  (the count pass sizes the outputs, the fill pass writes them), each 2 random lines per row
+  (``indptr[u]``, the row's first line) + 4·S streamed bytes; the fill also streams the edge
+  values of every scanned entry (4·S) and writes 16·M bytes (local id, parent edge id,
+  value, transpose position) + 16·k (node ids, row pointers), and the transpose pass reads
+  the M local ids again (4·M).
+* the minimum any induced-subgraph builder must move (``min_*``): the sampling lines, one
+  scan (2k lines + 4·S), the values of the kept entries (4·M) and the outputs (16·M + 16·k).
+
+Per-worker state (the |V|-bit membership map and the |V| int32 local-id map, and the
+frontier's Dashboard) is reported as ``state_bytes``; its accesses stay in the private
+caches for graphs up to a few million nodes and are not counted. ``cpu_over_bound`` is the
+measured CPU per subgraph over ``bound_cpu_ms`` (implementation traffic);
+``cpu_over_min_bound`` over the minimum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scalegnn.ops.membw import read_probe
+
+LINE = 64
+
+
+def sample_lines(name: str, budget: dict, dashboard_steps: int | None = None) -> int:
+    """Random cache lines the sampling phase (before induction) fetches per subgraph."""
+    if name == "node":
+        return 3 * int(budget["size_subgraph"])
+    if name == "edge":
+        return 4 * int(budget["size_subg_edge"])
+    if name == "rw":
+        r, h = int(budget["num_root"]), int(budget["depth"])
+        return r + 2 * r * h
+    if name == "mrw":
+        m, n = int(budget["size_frontier"]), int(budget["size_subgraph"])
+        return 2 * m + 4 * max(n - m, 0)
+    return 0   # full / cluster: the node set is given
+
+
+def sampler_traffic(name: str, budget: dict, nodes: float, scanned: float, induced: float,
+                    num_nodes: int, values: bool = True) -> dict:
+    """Bytes and random lines of one subgraph (means over the measured ones), implemented
+    and minimum, and the per-worker state (module docstring)."""
+    k, s, m = float(nodes), float(scanned), float(induced)
+    lines = float(sample_lines(name, budget))
+    return {
+        "stream_bytes": 2 * 4 * s + (4 * s if values else 0.0) + 16 * m + 16 * k + 4 * m,
+        "random_lines": lines + 2 * 2 * k,
+        "min_stream_bytes": 4 * s + (4 * m if values else 0.0) + 16 * m + 16 * k,
+        "min_random_lines": lines + 2 * k,
+        "state_bytes": num_nodes // 8 + 4 * num_nodes,
+    }
+
+
+def probe_for(nbytes: int, threads: int) -> dict:
+    """:func:`read_probe` at ``nbytes`` (at least 1 MiB) on ``threads`` threads."""
+    return read_probe(max(int(nbytes), 1 << 20), threads)
+
+
+def bound(traffic: dict, probe: dict, cpu_s: float | None = None) -> dict:
+    """The CPU-time bounds (ms) of ``traffic`` at ``probe``'s rates, and the measured
+    ``cpu_s`` (per unit) over them."""
+    bps = probe["stream_GBps_per_thread"] * 1e9
+    ns = probe["random_ns_per_line"]
+    b = traffic["stream_bytes"] / bps + traffic["random_lines"] * ns * 1e-9
+    mb = traffic["min_stream_bytes"] / bps + traffic["min_random_lines"] * ns * 1e-9
+    out = {"stream_MB": round(traffic["stream_bytes"] / 1e6, 3),
+           "random_lines": int(traffic["random_lines"]),
+           "min_stream_MB": round(traffic["min_stream_bytes"] / 1e6, 3),
+           "min_random_lines": int(traffic["min_random_lines"]),
+           "state_MB": round(traffic["state_bytes"] / 1e6, 3),
+           "bound_cpu_ms": round(1e3 * b, 4), "min_bound_cpu_ms": round(1e3 * mb, 4),
+           "probe": probe}
+    if cpu_s is not None:
+        out["cpu_over_bound"] = round(cpu_s / b, 3) if b > 0 else None
+        out["cpu_over_min_bound"] = round(cpu_s / mb, 3) if mb > 0 else None
+    return out
+
+
+def scanned_entries(indptr: np.ndarray, nodes: np.ndarray) -> int:
+    """S: the parent-row entries an induction over ``nodes`` scans (their degrees' sum)."""
+    return int((indptr[nodes + 1] - indptr[nodes]).sum())
