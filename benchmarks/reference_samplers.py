@@ -62,6 +62,7 @@ from scalegnn.bench.measure import Clock, load_avg
 from scalegnn.bench.sample import BUDGETS
 from scalegnn.data import load_dataset
 from scalegnn.sampling import make_sampler
+from scalegnn.threads import keep_freed_memory
 
 SAMPLERS = ("rw", "edge", "node", "mrw")
 REF_MAX_DEG = 10000  # graph_samplers.mrw_sampling's default
@@ -166,6 +167,9 @@ def main(argv=None) -> int:
     if args.rounds < 1:
         fail("--rounds must be >= 1")
     cy = load_reference(args.ref)
+    # the process settings every scalegnn command and the Trainer run with (freed buffers
+    # reused instead of fresh pages); both sides allocate their outputs under them
+    keep_freed_memory()
 
     def emit(rec):
         print(json.dumps(rec), flush=True)
