@@ -3,7 +3,7 @@ alternating, separate invocations, plus one sweep over all scales; optionally st
 results page.
 
     python benchmarks/scale_alternate.py --data-dir DIR [--pair 20,24] [--rounds 3]
-        [--sweep 20,21,22,23,24] [--store] [BENCH SCALE OPTIONS...]
+        [--sweep 20,21,22,23,24] [--store] [--replay LOG] [BENCH SCALE OPTIONS...]
 
 ``--rounds`` R runs ``scalegnn bench scale --scales A`` and ``--scales B`` alternately
 (A, B, A, B, ...: 2R processes, so that both see the same drift in machine load); the
@@ -14,6 +14,7 @@ every scale). Every benchmark line is printed as it comes, as ``readme_numbers.p
 it (``{"bench", "command", "load_avg", "record"}``), then one ``{"alternation": ...}`` line.
 ``--store`` merges the scale record (:func:`_results_run_perf.scale_record`) into
 ``docs/results/speed.json``; ``python benchmarks/results.py render`` then writes the page.
+``--replay LOG`` runs nothing: it reads the lines an earlier run printed (same options).
 Graphs are generated under ``--data-dir`` on first use (2^24: minutes) and reused; other
 options are passed to every ``bench scale`` run.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -66,23 +68,37 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds (3)")
     p.add_argument("--sweep", default=None, help="scales of one sweep first (e.g. 20,21,22,23,24)")
     p.add_argument("--store", action="store_true", help="merge into docs/results/speed.json")
+    p.add_argument("--replay", default=None, metavar="LOG",
+                   help="read an earlier run's printed lines instead of running")
     args, extra = p.parse_known_args(argv)
     pair = [int(s) for s in args.pair.split(",")]
     if len(pair) != 2 or args.rounds < 1:
         p.error("--pair takes two scales and --rounds at least 1")
+    if args.store and not args.sweep:
+        p.error("--store needs --sweep (the page's table)")
     common = ["--data-dir", args.data_dir, *extra]
-    sweep = _bench(["--scales", args.sweep, *common]) if args.sweep else []
-    runs = []
-    for _ in range(args.rounds):
-        for s in pair:
-            runs += [x["record"] for x in _bench(["--scales", str(s), *common])
-                     if not x["record"].get("summary")]
+    if args.replay:
+        lines = [json.loads(x) for x in Path(args.replay).read_text().splitlines()
+                 if x.startswith("{") and "record" in x]
+        n = len(args.sweep.split(",")) + 1 if args.sweep else 0   # its records + summary
+        sweep, runs = lines[:n], [x["record"] for x in lines[n:]
+                                  if not x["record"].get("summary")]
+    else:
+        sweep = _bench(["--scales", args.sweep, *common]) if args.sweep else []
+        runs = []
+        for _ in range(args.rounds):
+            for s in pair:
+                runs += [x["record"] for x in _bench(["--scales", str(s), *common])
+                         if not x["record"].get("summary")]
     alt = alternation(runs, pair)
     print(json.dumps({"alternation": alt}), flush=True)
     if args.store:
         import _results_run_perf as perf
         import results
-        rec = perf.scale_record(sweep, alt, f"--data-dir {args.data_dir}")
+        argv = [a for a in (sys.argv[1:] if argv is None else argv)
+                if a not in ("--store", "--replay", args.replay)]
+        rec = perf.scale_record(sweep, alt, "python benchmarks/scale_alternate.py "
+                                + shlex.join(argv))
         data = results.load_section("speed")
         data["records"] = results.merge(data["records"], [rec])
         results.save_section("speed", data)
