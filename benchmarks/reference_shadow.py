@@ -142,6 +142,43 @@ def overlap(a_scopes, b_scopes, k: int) -> float:
     return float(np.mean([np.intersect1d(a, b).size / k for a, b in zip(a_scopes, b_scopes)]))
 
 
+def one_round(mod, graph, targets, args, params, r):
+    """One interleaved round (order flipped on odd rounds): (record, our scopes, ref scopes)."""
+    n_t = int(targets.size)
+    tl = targets.astype(np.uint32).tolist()
+    c = {name: Clock() for name in ("ref_ppr", "ours_ppr", "ref_extract", "ref_convert",
+                                    "ours_extract")}
+    ref = new_reference(mod, graph, args.batch, args.threads)
+    ex = PPRExtractor(graph, cache_dir=None, **params)
+    flip = r % 2 == 1
+    for side in (("ours", "ref") if flip else ("ref", "ours")):
+        with c[f"{side}_ppr"]:
+            if side == "ref":
+                ref.preproc_ppr_approximate(tl, args.k, 1.0 - args.alpha, args.eps, "", "")
+            else:
+                ex.precompute(targets)
+    assert ex.num_computed == n_t and not ex.cache_hit
+    for side in (("ours", "ref") if flip else ("ref", "ours")):
+        if side == "ref":
+            scopes = ref_extract(ref, targets, args.k, args.batch, c["ref_extract"],
+                                 c["ref_convert"])
+        else:
+            ours_extract(ex, targets, args.batch, c["ours_extract"])
+    ptr, nodes, _ = ex.lists(targets)
+    mine = [np.sort(nodes[ptr[i]:ptr[i + 1]]) for i in range(n_t)]
+    rec = {"bench": "reference_shadow", "round": r, "targets": n_t}
+    for name, clk in c.items():
+        rec[f"{name}_cpu_per_target"] = clk.cpu_s / n_t
+        rec[f"{name}_wall_per_target"] = clk.wall_s / n_t
+    rec["ppr_cpu_ratio"] = rec["ref_ppr_cpu_per_target"] / rec["ours_ppr_cpu_per_target"]
+    rec["extract_cpu_ratio"] = (rec["ref_extract_cpu_per_target"]
+                                / rec["ours_extract_cpu_per_target"])
+    rec["extract_e2e_cpu_ratio"] = ((rec["ref_extract_cpu_per_target"]
+                                     + rec["ref_convert_cpu_per_target"])
+                                    / rec["ours_extract_cpu_per_target"])
+    return rec, mine, scopes
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--ref", required=True, help="shaDow_GNN checkout with the built module")
@@ -170,50 +207,18 @@ def main(argv=None) -> int:
     graph = load_dataset(data_spec(args.data), seed=args.seed).graph
     targets = draw_targets(graph.num_nodes, args.targets, args.seed)
     n_t = int(targets.size)
-    params = dict(alpha=args.alpha, eps=args.eps, k=args.k, threshold=0.0)
+    params = {"alpha": args.alpha, "eps": args.eps, "k": args.k, "threshold": 0.0}
     warm = PPRExtractor(graph, **params)                  # compile the numba kernels
     warm.precompute(targets[:8])
     warm.extract(targets[:8])
-    tl = targets.astype(np.uint32).tolist()
     rounds, ours_scopes, ref_scopes = [], None, None
     for r in range(args.rounds):
-        c = {name: Clock() for name in ("ref_ppr", "ours_ppr", "ref_extract", "ref_convert",
-                                        "ours_extract")}
-        ref = new_reference(mod, graph, args.batch, args.threads)
-        ex = PPRExtractor(graph, cache_dir=None, **params)
-
-        def ref_ppr():
-            with c["ref_ppr"]:
-                ref.preproc_ppr_approximate(tl, args.k, 1.0 - args.alpha, args.eps, "", "")
-
-        def ours_ppr():
-            with c["ours_ppr"]:
-                ex.precompute(targets)
-
-        for step in ((ref_ppr, ours_ppr) if r % 2 == 0 else (ours_ppr, ref_ppr)):
-            step()
-        assert ex.num_computed == n_t and not ex.cache_hit
-        first = [lambda: ref_extract(ref, targets, args.k, args.batch, c["ref_extract"],
-                                     c["ref_convert"]),
-                 lambda: ours_extract(ex, targets, args.batch, c["ours_extract"])]
-        res = [f() for f in (first if r % 2 == 0 else first[::-1])]
-        scopes = res[0] if r % 2 == 0 else res[1]
-        ptr, nodes, _ = ex.lists(targets)
-        mine = [np.sort(nodes[ptr[i]:ptr[i + 1]]) for i in range(n_t)]
+        rec, mine, scopes = one_round(mod, graph, targets, args, params, r)
         if ours_scopes is None:
             ours_scopes, ref_scopes = mine, scopes
-        rec = {"bench": "reference_shadow", "round": r, "targets": n_t,
-               "ours_same_as_round0": all(np.array_equal(a, b) for a, b in zip(mine, ours_scopes)),
-               "ref_same_as_round0": all(np.array_equal(a, b) for a, b in zip(scopes, ref_scopes))}
-        for name, clk in c.items():
-            rec[f"{name}_cpu_per_target"] = clk.cpu_s / n_t
-            rec[f"{name}_wall_per_target"] = clk.wall_s / n_t
-        rec["ppr_cpu_ratio"] = rec["ref_ppr_cpu_per_target"] / rec["ours_ppr_cpu_per_target"]
-        rec["extract_cpu_ratio"] = (rec["ref_extract_cpu_per_target"]
-                                    / rec["ours_extract_cpu_per_target"])
-        rec["extract_e2e_cpu_ratio"] = ((rec["ref_extract_cpu_per_target"]
-                                         + rec["ref_convert_cpu_per_target"])
-                                        / rec["ours_extract_cpu_per_target"])
+        rec["ours_same_as_round0"] = all(np.array_equal(a, b)
+                                         for a, b in zip(mine, ours_scopes))
+        rec["ref_same_as_round0"] = all(np.array_equal(a, b) for a, b in zip(scopes, ref_scopes))
         rec["load_avg"] = load_avg()
         rounds.append(rec)
         emit(rec)
