@@ -1,5 +1,15 @@
 """numba kernels of the PPR extractor (SPEC §4): approximate personalized PageRank of each
-target by FIFO pushes, and the selection of its top-k nodes.
+target by pushes, and the selection of its top-k nodes.
+
+Push order: FIFO from the target while the queue is short; once at least ``SWEEP_MIN`` nodes
+are touched and more than 1/``SWEEP_FRAC`` of them wait in the queue, sweeps instead: the
+touched nodes in increasing id order, each pushed if r(u) > eps*deg(u) (a node touched ahead of
+the sweep is visited in the same sweep), until a sweep pushes nothing. Any push order ends
+with every r(u) <= eps*deg(u), so the error bound is the same; the sweeps read the CSR and the
+per-node state in address order instead of queue order (3.4x less CPU per target on Facebook
+at eps 1e-6, where a target touches 14k of 22k nodes and does ~0.5M neighbour updates). Both
+rules depend only on counts and on the order of the ids, not on |V|: a component relabelled
+by an increasing map gets the same lists. The touched set is a bitmap (|V|/8 bytes a worker).
 
 Execution model: a call handles B targets; ``prange`` runs ``nw`` workers, worker ``w`` takes
 targets ``w, w+nw, ...`` with its own scratch (hash tables of ``_hash_table_kernels``, grown
@@ -11,20 +21,52 @@ import numpy as np
 
 from scalegnn.shadow._hash_table_kernels import _clear, _fits, _new_table, _regrow, _slot
 
-_JIT = dict(nogil=True, cache=True)
+_JIT = {"nogil": True, "cache": True}
+SWEEP_MIN = 1024      # sweeps only once this many nodes are touched ...
+SWEEP_FRAC = 8        # ... and more than 1/SWEEP_FRAC of them are queued
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_CTZ = np.zeros(64, dtype=np.int64)    # trailing zeros of 2^i, by de Bruijn index
+for _i in range(64):
+    _CTZ[((1 << _i) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _i
+
+
+@nb.njit(inline="always", **_JIT)
+def _mark(bits, v):
+    bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+
+
+@nb.njit(inline="always", **_JIT)
+def _next_touched(bits, u, hi):
+    """Smallest touched id >= u (bitmap ``bits``), or -1 past ``hi``."""
+    if u > hi:
+        return -1
+    w = u >> 6
+    word = bits[w] & (np.uint64(0xFFFFFFFFFFFFFFFF) << np.uint64(u & 63))
+    last = hi >> 6
+    while word == 0:
+        w += 1
+        if w > last:
+            return -1
+        word = bits[w]
+    low = word & (~word + np.uint64(1))
+    return w * 64 + _CTZ[np.int64((low * _DEBRUIJN) >> np.uint64(58))]
 
 
 @nb.njit(**_JIT)
-def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q, qh, qn):
-    """Run FIFO pushes until the queue (ring q[qh:qh+qn], node ids) is empty, or until the
-    next push might overfill a hashed table: returns (cnt, qh, qn, needed capacity or 0)."""
+def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q, qh, qn,
+              bits, lo, hi):
+    """Run FIFO pushes until the queue (ring q[qh:qh+qn], node ids) is empty, until the sweep
+    rule holds (qn > 0 on return) or until the next push might overfill a hashed table:
+    returns (cnt, qh, qn, needed capacity or 0, lo, hi); [lo, hi] spans the touched ids."""
     ring = q.shape[0]
     while qn > 0:
+        if cnt >= SWEEP_MIN and qn * SWEEP_FRAC > cnt:
+            return cnt, qh, qn, 0, lo, hi
         u = q[qh]
         a = indptr[u]
         b = indptr[u + 1]
         if not _fits(keys, shift, cnt + b - a):
-            return cnt, qh, qn, cnt + b - a
+            return cnt, qh, qn, cnt + b - a, lo, hi
         qh = qh + 1 if qh + 1 < ring else 0
         qn -= 1
         s = _slot(keys, u, shift)
@@ -45,13 +87,85 @@ def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q,
                 inq[s] = False
                 tl[cnt] = v
                 cnt += 1
+                if shift >= 0:
+                    _mark(bits, v)
+                lo = min(lo, v)
+                hi = max(hi, v)
             rv[s] += share
             if not inq[s] and rv[s] > eps * (indptr[v + 1] - indptr[v]):
                 inq[s] = True
                 j = qh + qn
                 q[j if j < ring else j - ring] = v
                 qn += 1
-    return cnt, qh, qn, 0
+    return cnt, qh, qn, 0, lo, hi
+
+
+@nb.njit(**_JIT)
+def _sweeps(indptr, indices, alpha, eps, keys, shift, pv, rv, tl, cnt, bits, lo, hi, u,
+            active):
+    """Sweeps over the touched ids from ``u`` on (module docstring) until one pushes nothing,
+    or until the next push might overfill a hashed table: returns (cnt, lo, hi, the id to
+    resume from, whether this sweep pushed, needed capacity or 0)."""
+    while True:
+        u = _next_touched(bits, u, hi)
+        if u < 0:
+            if not active:
+                return cnt, lo, hi, u, active, 0
+            active = False
+            u = lo
+            continue
+        a = indptr[u]
+        b = indptr[u + 1]
+        s = _slot(keys, u, shift)
+        ru = rv[s]
+        if ru > eps * (b - a):
+            if not _fits(keys, shift, cnt + b - a):
+                return cnt, lo, hi, u, active, cnt + b - a
+            active = True
+            rv[s] = 0.0
+            pv[s] += alpha * ru
+            if b > a:
+                share = (1.0 - alpha) * ru / (b - a)
+                for e in range(a, b):
+                    v = indices[e]
+                    s = _slot(keys, v, shift)
+                    if keys[s] != v:
+                        keys[s] = v
+                        pv[s] = 0.0
+                        rv[s] = 0.0
+                        tl[cnt] = v
+                        cnt += 1
+                        _mark(bits, v)
+                        lo = min(lo, v)
+                        hi = max(hi, v)
+                    rv[s] += share
+        u += 1
+
+
+@nb.njit(**_JIT)
+def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, active):
+    """:func:`_sweeps` on a direct-mapped table whose untouched slots hold p = r = 0: every
+    id is visited (untouched ones have r = 0 and are not pushed: the same pushes), with no
+    per-neighbour bookkeeping (plain loops over ids: 1.5x faster than tracking the touched
+    range)."""
+    n = indptr.shape[0] - 1
+    while True:
+        for x in range(u, n):
+            a = indptr[x]
+            b = indptr[x + 1]
+            ru = rv[x]
+            if ru > eps * (b - a):
+                active = True
+                rv[x] = 0.0
+                pv[x] += alpha * ru
+                if b > a:
+                    share = (1.0 - alpha) * ru / (b - a)
+                    for e in range(a, b):
+                        rv[indices[e]] += share
+        if not active:
+            return
+        active = False
+        u = 0
 
 
 @nb.njit(inline="always", **_JIT)
@@ -81,14 +195,17 @@ def _heapify(hs, hv, m):
 
 
 @nb.njit(**_JIT)
-def _select(keys, shift, pv, tl, cnt, k, threshold, hs, hv):
-    """hs/hv[:m] = the k-1 best touched non-target nodes (tl[1:cnt]) with p > 0 by (score
+def _select(keys, shift, pv, rv, alpha, tl, cnt, k, threshold, hs, hv):
+    """hs/hv[:m] = the k-1 best touched non-target nodes (tl[1:cnt]) with score > 0 by (score
     desc, id asc), best first, cut to score >= threshold * best if threshold > 0; returns m.
-    A heap of the k-1 best so far (plain loops: numpy's sorts cost seconds of compiling)."""
+    The score is p + alpha*r: what pushing the residual once more would add to p, still a
+    lower bound of the exact PPR. A heap of the k-1 best so far (plain loops: numpy's sorts
+    cost seconds of compiling)."""
     m = 0
     for j in range(1, cnt):
         v = tl[j]
-        p = pv[_slot(keys, v, shift)]
+        s = _slot(keys, v, shift)
+        p = pv[s] + alpha * rv[s]
         if p <= 0.0 or k < 2:
             continue
         if m < k - 1:        # fill up, then heapify once
@@ -119,11 +236,12 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
     n = indptr.shape[0] - 1
     keys, shift = _new_table(64, n)
     cap = keys.shape[0]
-    pv = np.empty(cap, dtype=np.float64)
-    rv = np.empty(cap, dtype=np.float64)
+    pv = np.zeros(cap, dtype=np.float64)      # zeros: untouched direct-mapped slots stay 0
+    rv = np.zeros(cap, dtype=np.float64)
     inq = np.empty(cap, dtype=np.bool_)
     tl = np.empty(cap, dtype=np.int64)        # touched node ids, insertion order
     q = np.empty(cap, dtype=np.int64)         # FIFO ring of node ids
+    bits = np.zeros((n + 63) // 64 if shift >= 0 else 1, dtype=np.uint64)  # hashed: touched
     hs = np.empty(max(k - 1, 1), dtype=np.float64)
     hv = np.empty(max(k - 1, 1), dtype=np.int64)
     for i in range(w, targets.shape[0], nw):
@@ -135,17 +253,36 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
         inq[s] = True
         tl[0] = t
         cnt = 1
+        if shift >= 0:
+            _mark(bits, t)
+        lo = hi = t
         q[0] = t
         qh = 0
         qn = 1
+        sweeping = False
+        u = 0
+        active = False
+        direct = False
         while True:
-            cnt, qh, qn, need = _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv,
-                                          inq, tl, cnt, q, qh, qn)
+            if sweeping and shift < 0:
+                _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, active)
+                direct = True
+                break
+            if sweeping:
+                cnt, lo, hi, u, active, need = _sweeps(indptr, indices, alpha, eps, keys, shift,
+                                                       pv, rv, tl, cnt, bits, lo, hi, u, active)
+            else:
+                cnt, qh, qn, need, lo, hi = _push_all(indptr, indices, alpha, eps, keys, shift,
+                                                      pv, rv, inq, tl, cnt, q, qh, qn, bits,
+                                                      lo, hi)
+                if need == 0 and qn > 0:
+                    sweeping, u, active = True, lo, False
+                    continue
             if need == 0:
                 break
             nk, nsh, tl, moved = _regrow(keys, shift, tl, cnt, need, n)
-            npv = np.empty(nk.shape[0], dtype=np.float64)
-            nrv = np.empty(nk.shape[0], dtype=np.float64)
+            npv = np.zeros(nk.shape[0], dtype=np.float64)
+            nrv = np.zeros(nk.shape[0], dtype=np.float64)
             niq = np.empty(nk.shape[0], dtype=np.bool_)
             for j in range(cnt):
                 npv[moved[j, 1]] = pv[moved[j, 0]]
@@ -155,24 +292,38 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
             for j in range(qn):
                 nq[j] = q[(qh + j) % q.shape[0]]
             keys, shift, pv, rv, inq, q, qh = nk, nsh, npv, nrv, niq, nq, 0
-        m = _select(keys, shift, pv, tl, cnt, k, threshold, hs, hv)
+        if direct:      # the sweeps kept no list: the touched ids are those with p or r > 0
+            for v in range(n):
+                if v != t and keys[v] != v and (pv[v] != 0.0 or rv[v] != 0.0):
+                    keys[v] = v
+                    tl[cnt] = v
+                    cnt += 1
+        m = _select(keys, shift, pv, rv, alpha, tl, cnt, k, threshold, hs, hv)
+        s = _slot(keys, t, shift)
         out_nodes[i, 0] = t
-        out_scores[i, 0] = pv[_slot(keys, t, shift)]
+        out_scores[i, 0] = pv[s] + alpha * rv[s]
         out_nodes[i, 1:m + 1] = hv[:m]
         out_scores[i, 1:m + 1] = hs[:m]
         out_cnt[i] = m + 1
+        if shift >= 0:
+            for j in range(cnt):
+                bits[tl[j] >> 6] = 0
+        else:
+            for j in range(cnt):
+                pv[tl[j]] = 0.0
+                rv[tl[j]] = 0.0
         _clear(keys, shift, tl, cnt)
 
 
 @nb.njit(parallel=True, **_JIT)
 def ppr_topk(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
              out_cnt, nw):
-    """Approximate PPR of each target by the push algorithm (Andersen-Chung-Lang, FIFO):
-    r = e_t, p = 0; while some u has r(u) > eps*deg(u): p(u) += alpha*r(u), each neighbour
-    v gets r(v) += (1-alpha)*r(u)/deg(u), r(u) = 0 (the target is pushed first in any case).
-    Row i of out_nodes/out_scores: the target, then the k-1 best other nodes with p > 0 by
-    (p desc, id asc), cut to p >= threshold * (best non-target p) when threshold > 0;
-    out_cnt[i] entries are used."""
+    """Approximate PPR of each target by the push algorithm (Andersen-Chung-Lang; push order
+    in the module docstring): r = e_t, p = 0; while some u has r(u) > eps*deg(u): p(u) +=
+    alpha*r(u), each neighbour v gets r(v) += (1-alpha)*r(u)/deg(u), r(u) = 0 (the target is
+    pushed first in any case). Score = p + alpha*r. Row i of out_nodes/out_scores: the target,
+    then the k-1 best other nodes with score > 0 by (score desc, id asc), cut to score >=
+    threshold * (best non-target score) when threshold > 0; out_cnt[i] entries are used."""
     for w in nb.prange(nw):
         _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
                     out_cnt, w, nw)
