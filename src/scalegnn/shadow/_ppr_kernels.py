@@ -4,12 +4,15 @@ target by pushes, and the selection of its top-k nodes.
 Push order: FIFO from the target while the queue is short; once at least ``SWEEP_MIN`` nodes
 are touched and more than 1/``SWEEP_FRAC`` of them wait in the queue, sweeps instead: the
 touched nodes in increasing id order, each pushed if r(u) > eps*deg(u) (a node touched ahead of
-the sweep is visited in the same sweep), until a sweep pushes nothing. Any push order ends
+the sweep is visited in the same sweep), until a sweep pushes fewer than ``SWEEP_TAIL`` nodes;
+then FIFO again from the nodes left above their threshold, queued in id order (the few last
+pushes no longer pay a scan of every touched id per sweep). Any push order ends
 with every r(u) <= eps*deg(u), so the error bound is the same; the sweeps read the CSR and the
-per-node state in address order instead of queue order (3.4x less CPU per target on Facebook
-at eps 1e-6, where a target touches 14k of 22k nodes and does ~0.5M neighbour updates). Both
-rules depend only on counts and on the order of the ids, not on |V|: a component relabelled
-by an increasing map gets the same lists. The touched set is a bitmap (|V|/8 bytes a worker).
+per-node state in address order instead of queue order (~2.5x less CPU per target on
+Facebook at eps 1e-6, where a target touches 14k of 22k nodes, ~21 sweeps, ~0.5M neighbour
+updates). The rules depend only on counts and on the order of the ids, not on |V|: a
+component relabelled by an increasing map gets the same lists. Over hashed tables the touched
+set is also a bitmap (|V|/8 bytes a worker) that the sweeps walk.
 
 Execution model: a call handles B targets; ``prange`` runs ``nw`` workers, worker ``w`` takes
 targets ``w, w+nw, ...`` with its own scratch (hash tables of ``_hash_table_kernels``, grown
@@ -23,7 +26,8 @@ from scalegnn.shadow._hash_table_kernels import _clear, _fits, _new_table, _regr
 
 _JIT = {"nogil": True, "cache": True}
 SWEEP_MIN = 1024      # sweeps only once this many nodes are touched ...
-SWEEP_FRAC = 8        # ... and more than 1/SWEEP_FRAC of them are queued
+SWEEP_FRAC = 8        # ... and more than 1/SWEEP_FRAC of them are queued;
+SWEEP_TAIL = 256      # back to FIFO after a sweep that pushed fewer nodes than this
 _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
 _CTZ = np.zeros(64, dtype=np.int64)    # trailing zeros of 2^i, by de Bruijn index
 for _i in range(64):
@@ -102,16 +106,17 @@ def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q,
 
 @nb.njit(**_JIT)
 def _sweeps(indptr, indices, alpha, eps, keys, shift, pv, rv, tl, cnt, bits, lo, hi, u,
-            active):
-    """Sweeps over the touched ids from ``u`` on (module docstring) until one pushes nothing,
-    or until the next push might overfill a hashed table: returns (cnt, lo, hi, the id to
-    resume from, whether this sweep pushed, needed capacity or 0)."""
+            pushed):
+    """Sweeps over the touched ids from ``u`` on (module docstring) until one pushes nothing
+    (needed 0, pushed 0) or fewer than SWEEP_TAIL nodes (needed 0), or until the next push
+    might overfill a hashed table: returns (cnt, lo, hi, the id to resume from, pushes in
+    this sweep, needed capacity or 0)."""
     while True:
         u = _next_touched(bits, u, hi)
         if u < 0:
-            if not active:
-                return cnt, lo, hi, u, active, 0
-            active = False
+            if pushed < SWEEP_TAIL:
+                return cnt, lo, hi, u, pushed, 0
+            pushed = 0
             u = lo
             continue
         a = indptr[u]
@@ -120,8 +125,8 @@ def _sweeps(indptr, indices, alpha, eps, keys, shift, pv, rv, tl, cnt, bits, lo,
         ru = rv[s]
         if ru > eps * (b - a):
             if not _fits(keys, shift, cnt + b - a):
-                return cnt, lo, hi, u, active, cnt + b - a
-            active = True
+                return cnt, lo, hi, u, pushed, cnt + b - a
+            pushed += 1
             rv[s] = 0.0
             pv[s] += alpha * ru
             if b > a:
@@ -143,11 +148,11 @@ def _sweeps(indptr, indices, alpha, eps, keys, shift, pv, rv, tl, cnt, bits, lo,
 
 
 @nb.njit(**_JIT)
-def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, active):
+def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, pushed):
     """:func:`_sweeps` on a direct-mapped table whose untouched slots hold p = r = 0: every
     id is visited (untouched ones have r = 0 and are not pushed: the same pushes), with no
     per-neighbour bookkeeping (plain loops over ids: 1.5x faster than tracking the touched
-    range)."""
+    range). Returns the pushes of the last sweep."""
     n = indptr.shape[0] - 1
     while True:
         for x in range(u, n):
@@ -155,17 +160,55 @@ def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, active):
             b = indptr[x + 1]
             ru = rv[x]
             if ru > eps * (b - a):
-                active = True
+                pushed += 1
                 rv[x] = 0.0
                 pv[x] += alpha * ru
                 if b > a:
                     share = (1.0 - alpha) * ru / (b - a)
                     for e in range(a, b):
                         rv[indices[e]] += share
-        if not active:
-            return
-        active = False
+        if pushed < SWEEP_TAIL:
+            return pushed
+        pushed = 0
         u = 0
+
+
+@nb.njit(**_JIT)
+def _requeue(indptr, eps, keys, shift, rv, inq, tl, cnt, bits, lo, hi, q):
+    """After the sweeps: queue the touched nodes with r(u) > eps*deg(u) in id order (the
+    order a sweep would visit them) for the FIFO tail; returns the queue length."""
+    for j in range(cnt):
+        inq[_slot(keys, tl[j], shift)] = False
+    qn = 0
+    u = -1
+    while True:
+        if shift < 0:
+            u += 1
+            while u < keys.shape[0] and keys[u] != u:
+                u += 1
+            if u == keys.shape[0]:
+                return qn
+        else:
+            u = _next_touched(bits, u + 1, hi)
+            if u < 0:
+                return qn
+        s = _slot(keys, u, shift)
+        if rv[s] > eps * (indptr[u + 1] - indptr[u]):
+            inq[s] = True
+            q[qn] = u
+            qn += 1
+
+
+@nb.njit(**_JIT)
+def _relist(keys, pv, rv, tl, cnt, n):
+    """Direct-mapped table after :func:`_sweeps_direct`: add the nodes it touched (p or r >
+    0, not yet keys) to the table and to tl; returns the new count."""
+    for v in range(n):
+        if keys[v] != v and (pv[v] != 0.0 or rv[v] != 0.0):
+            keys[v] = v
+            tl[cnt] = v
+            cnt += 1
+    return cnt
 
 
 @nb.njit(inline="always", **_JIT)
@@ -261,25 +304,30 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
         qn = 1
         sweeping = False
         u = 0
-        active = False
-        direct = False
+        pushed = 0
         while True:
+            need = 0
             if sweeping and shift < 0:
-                _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, active)
-                direct = True
-                break
-            if sweeping:
-                cnt, lo, hi, u, active, need = _sweeps(indptr, indices, alpha, eps, keys, shift,
-                                                       pv, rv, tl, cnt, bits, lo, hi, u, active)
+                pushed = _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, pushed)
+                cnt = _relist(keys, pv, rv, tl, cnt, n)
+            elif sweeping:
+                cnt, lo, hi, u, pushed, need = _sweeps(indptr, indices, alpha, eps, keys, shift,
+                                                       pv, rv, tl, cnt, bits, lo, hi, u, pushed)
             else:
                 cnt, qh, qn, need, lo, hi = _push_all(indptr, indices, alpha, eps, keys, shift,
                                                       pv, rv, inq, tl, cnt, q, qh, qn, bits,
                                                       lo, hi)
-                if need == 0 and qn > 0:
-                    sweeping, u, active = True, lo, False
+                if need == 0 and qn > 0:    # the sweep rule: from the lowest touched id
+                    sweeping, u, pushed = True, 0 if shift < 0 else lo, 0
                     continue
-            if need == 0:
-                break
+                if need == 0:
+                    break
+            if sweeping and need == 0:
+                if pushed == 0:
+                    break
+                qn, qh, sweeping = _requeue(indptr, eps, keys, shift, rv, inq, tl, cnt, bits,
+                                            lo, hi, q), 0, False
+                continue
             nk, nsh, tl, moved = _regrow(keys, shift, tl, cnt, need, n)
             npv = np.zeros(nk.shape[0], dtype=np.float64)
             nrv = np.zeros(nk.shape[0], dtype=np.float64)
@@ -292,12 +340,6 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
             for j in range(qn):
                 nq[j] = q[(qh + j) % q.shape[0]]
             keys, shift, pv, rv, inq, q, qh = nk, nsh, npv, nrv, niq, nq, 0
-        if direct:      # the sweeps kept no list: the touched ids are those with p or r > 0
-            for v in range(n):
-                if v != t and keys[v] != v and (pv[v] != 0.0 or rv[v] != 0.0):
-                    keys[v] = v
-                    tl[cnt] = v
-                    cnt += 1
         m = _select(keys, shift, pv, rv, alpha, tl, cnt, k, threshold, hs, hv)
         s = _slot(keys, t, shift)
         out_nodes[i, 0] = t
