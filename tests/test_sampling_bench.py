@@ -46,7 +46,7 @@ def test_bench_sample_json_lines(capsys):
         assert roof["random_lines"] == int(t["random_lines"])
         assert 0 < roof["min_bound_cpu_ms"] <= roof["bound_cpu_ms"]
         assert roof["cpu_over_bound"] == pytest.approx(
-            r["cpu_ms_per_subgraph"] / roof["bound_cpu_ms"], rel=0.01)
+            r["cpu_ms_per_subgraph"] / roof["bound_cpu_ms"], rel=0.02)
         assert roof["probe"]["probe_threads"] == min(r["threads"], numba.config.NUMBA_NUM_THREADS)
     assert "speedup_vs_first" in lines[1]
 

@@ -304,3 +304,25 @@ def test_vector_fill_equals_scalar_fill_and_reference(name):
                     np.testing.assert_array_equal(x, y)
                 if kw:
                     np.testing.assert_array_equal(a.graph.data, b.graph.data)
+
+
+@pytest.mark.parametrize("name", ["rw", "mrw"])
+def test_fill_segments_that_overflow_are_grown(name):
+    """The fill writes each worker's edges into a segment sized from the running mean; a
+    segment too small (forced here by a tiny running mean) is grown and the group refilled,
+    with the same subgraphs as a fill sized by the parent-degree bound."""
+    g = random_graph(n=400, m=30_000, seed=3)
+    budget = {"rw": {"num_root": 40, "depth": 2},
+              "mrw": {"size_subgraph": 120, "size_frontier": 30}}[name]
+    s = make_sampler(name, g, np.arange(g.num_nodes), budget)
+    vals = np.random.default_rng(1).random(g.num_edges).astype(np.float32)
+    bound = s.sample(6, seed=2, num_threads=2, edge_values=vals)     # first call: the bound
+    s._mean_edges = 1.0                                              # far too small
+    grown = s.sample(6, seed=2, num_threads=2, edge_values=vals)
+    for a, b in zip(bound, grown):
+        ref, eids = g.induced_subgraph(a.nodes)
+        np.testing.assert_array_equal(b.graph.indptr, ref.indptr)
+        np.testing.assert_array_equal(b.graph.indices, ref.indices)
+        np.testing.assert_array_equal(b.edge_ids, eids)
+        np.testing.assert_array_equal(a.transpose_perm, b.transpose_perm)
+        np.testing.assert_array_equal(a.graph.data, b.graph.data)

@@ -87,7 +87,7 @@ def bound(traffic: dict, probe: dict, cpu_s: float | None = None) -> dict:
            "min_stream_MB": round(traffic["min_stream_bytes"] / 1e6, 3),
            "min_random_lines": int(traffic["min_random_lines"]),
            "state_MB": round(traffic["state_bytes"] / 1e6, 3),
-           "bound_cpu_ms": round(1e3 * b, 4), "min_bound_cpu_ms": round(1e3 * mb, 4),
+           "bound_cpu_ms": round(1e3 * b, 6), "min_bound_cpu_ms": round(1e3 * mb, 6),
            "probe": probe}
     if cpu_s is not None:
         out["cpu_over_bound"] = round(cpu_s / b, 3) if b > 0 else None

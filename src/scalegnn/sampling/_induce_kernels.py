@@ -1,9 +1,9 @@
 """numba kernels that induce the sampled subgraphs, and the normalization counters.
 
-The membership bitmap helpers and ``_count_induced`` (row lengths and edge count of one
-subgraph, called by the sampler kernels of ``_sample_kernels``), ``fill_induced`` (the induced
-CSRs of a group of subgraphs, parent edge ids, transpose permutations and edge values, in one
-pass) and ``add_counts`` (the C_v / C_e counts of SPEC §1.2).
+The membership bitmap helpers (also used by the sampler kernels of ``_sample_kernels``),
+``fill_induced`` (the induced CSRs of a group of subgraphs, parent edge ids, transpose
+permutations and edge values, in one scan of the parent rows) and ``add_counts`` (the C_v /
+C_e counts of SPEC §1.2).
 
 Per-worker scratch, as in ``_sample_kernels``: ``bits[w]`` a |V|-bit membership bitmap (0
 between uses) and ``mark[w]`` a |V|-long int32 map (-1 between uses); every kernel resets
@@ -14,7 +14,7 @@ import numba as nb
 import numpy as np
 
 from scalegnn.ops._kernels import _prefetch  # llvm.prefetch of &arr[idx]
-from scalegnn.sampling._simd import VECTOR_FILL, W, compress_block, count_block
+from scalegnn.sampling._simd import W, compress_block
 
 _JIT = dict(nogil=True, cache=True)
 
@@ -61,54 +61,38 @@ def _prefetch_row(indptr, indices, vs, k, j):
 _PF = 16
 
 
-@nb.njit(**_JIT)
-def _count_induced(indptr, indices, vs, k, bits, rowcnt):
-    """Row lengths (rowcnt[:k]) and edge count of the subgraph induced by vs[:k] (sorted).
-
-    Scans whole parent rows and adds the membership bit without a branch (a third of the
-    scanned entries hit, so a branch would mispredict often)."""
-    _mark_bits(vs, k, bits, np.uint64(1))
-    bt32 = bits.view(np.uint32)
-    tot = 0
-    for j in range(k):
-        u = vs[j]
-        _prefetch_row(indptr, indices, vs, k, j)
-        c = np.uint64(0)
-        e0 = np.uint64(indptr[u])
-        if VECTOR_FILL:   # 16 entries at a time (_simd); the rest below
-            while e0 + np.uint64(W) <= np.uint64(indptr[u + 1]):
-                c += np.uint64(count_block(indices, e0, bt32))
-                e0 += np.uint64(W)
-        for e in _scan_range(e0, indptr[u + 1]):
-            c += _member(bits, np.uint32(indices[e]))
-        rowcnt[j] = c
-        tot += rowcnt[j]
-    _mark_bits(vs, k, bits, np.uint64(0))
-    return tot
-
-
 @nb.njit(parallel=True, **_JIT)
-def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bits, mark,
+def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, bits, mark,
                  edge_values, row_scale, inv_degree, out_nodes, out_indptr, out_indices,
-                 out_eids, out_perm, out_data, vector):
-    """Induced CSRs of all subgraphs, into flat arrays, with only sequential output writes.
+                 out_eids, out_perm, out_data, edge_off, ne, overflow, vector):
+    """Induced CSRs of a group of subgraphs, into flat arrays, in one scan of each sampled
+    node's parent row (no counting pass: the rows' lengths come out of the scan).
 
-    Subgraph i: nodes at out_nodes[node_off[i]:], indptr (k+1 entries) at
-    out_indptr[node_off[i]+i:], edges at edge_off[i], followed by one padding slot. Each local
-    row is the parent row of vs[j] filtered by membership (the |V|-bit map, which stays in
-    cache), written branch-free: every scanned entry is stored at the row's cursor, which
-    advances only on a hit (the stray store after a row's last hit lands on the next row's
-    first slot, rewritten next, or on the padding slot). The local id is read from the
-    |V|-entry map at v for a hit and at 0 for a miss: reading it at v for every entry cost a
-    cache miss each once the map outgrew the cache (64 MiB at 2^24 nodes, where ~96% of a
-    frontier subgraph's scanned hub entries miss: 152 vs 45 ms per subgraph on 2 threads),
-    and a branch instead mispredicts on the ~1/3 hit rate of smaller graphs (rw 2x slower on
-    kronecker:17:8). Rows come out sorted since parent rows are. Parent edge id = scan position. If out_data is
-    non-empty, value = edge_values[parent id] (1 if empty) * row_scale[row] (1 if empty, or
-    1/deg(row) in the parent graph if ``inv_degree``: no |V|-float table), the row scale
-    gathered once per row. Then the transpose permutation by journal Alg. 6 for a
-    symmetric pattern: rows in order, entry (j, l) -> next free slot of row l.
-    Parent edge ids and the permutation may be int32 (fewer bytes written).
+    Worker w takes subgraphs w, w + W, ... and writes their edges one after another, each
+    followed by one padding slot, into its own segment ``[seg_start[w], seg_end[w])`` of the
+    edge arrays; ``edge_off[i]`` / ``ne[i]`` record where subgraph i's edges went and how many.
+    Before a row is scanned the segment must hold its whole parent row (an upper bound of its
+    kept entries) plus the padding slot; if not, the worker stops, sets ``overflow[w]`` to the
+    room it would need (its earlier subgraphs' edges plus an upper bound for the rest) and
+    leaves its scratch maps clean, so the caller can grow the segment and run the group
+    again. Nodes (``out_nodes[node_off[i]:]``) and row pointers (k + 1 entries at
+    ``out_indptr[node_off[i] + i:]``) have exact offsets, known from ``nv``.
+
+    Each local row is the parent row of vs[j] filtered by membership (the |V|-bit map, which
+    stays in cache): with ``vector`` 16 entries at a time by AVX-512 compressed stores
+    (``_simd.compress_block``), the remainder (and every entry without ``vector``) by a
+    branch-free loop that stores every scanned entry at the row's cursor and advances it only
+    on a hit (the stray store after a row's last hit lands on the next row's first slot,
+    rewritten next, or on the padding slot). The local id is read from the |V|-entry map at v
+    for a hit and at 0 for a miss: reading it at v for every entry cost a cache miss each once
+    the map outgrew the cache (64 MiB at 2^24 nodes, where ~96% of a frontier subgraph's
+    scanned hub entries miss: 152 vs 45 ms per subgraph on 2 threads), and a branch instead
+    mispredicts on the ~1/3 hit rate of smaller graphs. Rows come out sorted since parent rows
+    are. Parent edge id = scan position. If out_data is non-empty, value =
+    edge_values[parent id] (1 if empty) * row_scale[row] (1 if empty, or 1/deg(row) in the
+    parent graph if ``inv_degree``: no |V|-float table), the row scale gathered once per row.
+    Then the transpose permutation by journal Alg. 6 for a symmetric pattern: rows in order,
+    entry (j, l) -> next free slot of row l. Parent edge ids and the permutation may be int32.
     """
     count = nv.shape[0]
     nw = mark.shape[0]
@@ -120,30 +104,32 @@ def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bit
         bt = bits[w]
         bt32 = bt.view(np.uint32)
         cursor = np.empty(nodes_buf.shape[1], dtype=np.int64)
+        eo = seg_start[w]
+        end_w = seg_end[w]
+        overflow[w] = 0
         for i in range(w, count, nw):
             k = nv[i]
             vs = nodes_buf[i]
-            rc = rowcnt[i]
             no = node_off[i]
-            eo = edge_off[i]
             ip = out_indptr[no + i:no + i + k + 1]
             ip[0] = 0
             for j in range(k):
                 v = vs[j]
                 out_nodes[no + j] = v
-                ip[j + 1] = ip[j] + rc[j]
                 mk[v] = j
-                cursor[j] = ip[j]
             _mark_bits(vs, k, bt, np.uint64(1))
+            p = np.uint64(eo)
             for j in range(k):
                 u = vs[j]
                 _prefetch_row(indptr, indices, vs, k, j)
+                if p + np.uint64(indptr[u + 1] - indptr[u]) + np.uint64(1) > np.uint64(end_w):
+                    overflow[w] = 1
+                    break
                 su = np.float32(1.0)
                 if has_scale:
                     su = row_scale[u]
                 elif inv_degree and indptr[u + 1] > indptr[u]:
                     su = np.float32(1.0 / (indptr[u + 1] - indptr[u]))
-                p = np.uint64(eo + ip[j])
                 e0 = np.uint64(indptr[u])
                 if vector:   # blocks of 16 entries compressed (_simd); the rest below
                     while e0 + np.uint64(W) <= np.uint64(indptr[u + 1]):
@@ -168,13 +154,29 @@ def fill_induced(indptr, indices, nodes_buf, rowcnt, nv, node_off, edge_off, bit
                     if has_data:
                         out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
                     p += hit
+                ip[j + 1] = np.int64(p) - eo
             _mark_bits(vs, k, bt, np.uint64(0))
             for j in range(k):
                 mk[vs[j]] = -1
-            for p in _scan_range(eo, eo + ip[k]):
-                loc = np.uint32(out_indices[p])
-                out_perm[p] = cursor[loc]
+            if overflow[w]:
+                # room for the subgraphs done, then at most every scanned entry + a pad each
+                need = eo - seg_start[w]
+                for t in range(i, count, nw):
+                    need += 1
+                    for j in range(nv[t]):
+                        u = nodes_buf[t, j]
+                        need += indptr[u + 1] - indptr[u]
+                overflow[w] = need
+                break
+            edge_off[i] = eo
+            ne[i] = ip[k]
+            for j in range(k):
+                cursor[j] = ip[j]
+            for q in _scan_range(eo, eo + ip[k]):
+                loc = np.uint32(out_indices[q])
+                out_perm[q] = cursor[loc]
                 cursor[loc] += 1
+            eo += ip[k] + 1
 
 
 # ------------------------------------------------------------------ normalization counters

@@ -12,8 +12,7 @@ so no subgraph pays O(|V|) work (the one full read of the bitmap, in ``_unique_s
 happens only when its |V|/64 words are fewer than the subgraph's draws).
 
 Each sampler kernel writes the sorted unique node set of subgraph ``i`` into ``nodes_buf[i]``
-(``nv[i]`` entries), its induced row lengths into ``rowcnt[i]`` and the number of induced edges
-into ``ne[i]``; ``fill_induced`` (``_induce_kernels``) then builds all CSRs, parent edge ids,
+(``nv[i]`` entries); ``fill_induced`` (``_induce_kernels``) then builds all CSRs, parent edge ids,
 transpose permutations and edge values in one pass. The draws come from ``_random_kernels``,
 the frontier sampler's Dashboard from ``_frontier_kernels``.
 """
@@ -26,7 +25,7 @@ from numba.extending import intrinsic
 
 from scalegnn.ops._kernels import _prefetch  # llvm.prefetch of &arr[idx]
 from scalegnn.sampling._frontier_kernels import frontier_dashboard, frontier_state
-from scalegnn.sampling._induce_kernels import _count_induced, _mark_bits
+from scalegnn.sampling._induce_kernels import _mark_bits
 from scalegnn.sampling._random_kernels import _AHEAD, _alias_draws_into, _randint
 
 _JIT = dict(nogil=True, cache=True)
@@ -103,16 +102,14 @@ def _unique_sort_clip(buf, k, clip, mark, bits):
 
 
 @nb.njit(**_JIT)
-def _finish(indptr, indices, buf, k, clip, bits, mark, rowcnt, nv, ne, i):
-    u = _unique_sort_clip(buf, k, clip, mark, bits)
-    nv[i] = u
-    ne[i] = _count_induced(indptr, indices, buf, u, bits, rowcnt)
+def _finish(buf, k, clip, bits, mark, nv, i):
+    nv[i] = _unique_sort_clip(buf, k, clip, mark, bits)
 
 
 # ------------------------------------------------------------------ samplers
 @nb.njit(parallel=True, **_JIT)
 def sample_node(indptr, indices, nodes, prob, alias, n, seeds, clip, bits, mark,
-                nodes_buf, rowcnt, nv, ne):
+                nodes_buf, nv):
     """Node sampler: n draws with replacement from ``nodes`` by the alias table (P ∝ deg)."""
     count = seeds.shape[0]
     nw = mark.shape[0]
@@ -124,13 +121,12 @@ def sample_node(indptr, indices, nodes, prob, alias, n, seeds, clip, bits, mark,
             buf = nodes_buf[i]
             _alias_draws_into(prob, alias, n, buf, 0, rj, ru)
             _gather_ahead(nodes, buf, 0, n)
-            _finish(indptr, indices, buf, n, clip, bits[w], mark[w], rowcnt[i], nv,
-                    ne, i)
+            _finish(buf, n, clip, bits[w], mark[w], nv, i)
 
 
 @nb.njit(parallel=True, **_JIT)
 def sample_edge(indptr, indices, eu, ev, prob, alias, m, seeds, clip, bits, mark,
-                nodes_buf, rowcnt, nv, ne):
+                nodes_buf, nv):
     """Edge sampler: m undirected edges (eu[j], ev[j]) drawn with P ∝ prob table; V_s = ends."""
     count = seeds.shape[0]
     nw = mark.shape[0]
@@ -151,13 +147,11 @@ def sample_edge(indptr, indices, eu, ev, prob, alias, m, seeds, clip, bits, mark
                     _prefetch(ev, buf[m + t + _AHEAD])
                 buf[2 * t] = eu[j]
                 buf[2 * t + 1] = ev[j]
-            _finish(indptr, indices, buf, 2 * m, clip, bits[w], mark[w], rowcnt[i], nv,
-                    ne, i)
+            _finish(buf, 2 * m, clip, bits[w], mark[w], nv, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_rw(indptr, indices, nodes, r, h, seeds, clip, bits, mark, nodes_buf, rowcnt,
-              nv, ne):
+def sample_rw(indptr, indices, nodes, r, h, seeds, clip, bits, mark, nodes_buf, nv):
     """RW sampler: r uniform roots from ``nodes``, h uniform-neighbour steps each (a node with no
     neighbours stays put); V_s = every visited node.
 
@@ -181,13 +175,11 @@ def sample_rw(indptr, indices, nodes, r, h, seeds, clip, bits, mark, nodes_buf, 
                         v = indices[indptr[v] + _randint(d)]
                     buf[t + r] = v
             k = r * (h + 1)
-            _finish(indptr, indices, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
-                    ne, i)
+            _finish(buf, k, clip, bits[w], mark[w], nv, i)
 
 
 @nb.njit(parallel=True, **_JIT)
-def sample_full(indptr, indices, nodes, seeds, clip, bits, mark, nodes_buf, rowcnt,
-                nv, ne):
+def sample_full(indptr, indices, nodes, seeds, clip, bits, mark, nodes_buf, nv):
     """Full 'sampler': V_s = ``nodes`` (clipping, if asked, still applies)."""
     count = seeds.shape[0]
     nw = mark.shape[0]
@@ -196,13 +188,12 @@ def sample_full(indptr, indices, nodes, seeds, clip, bits, mark, nodes_buf, rowc
             np.random.seed(seeds[i])
             buf = nodes_buf[i]
             buf[:nodes.shape[0]] = nodes
-            _finish(indptr, indices, buf, nodes.shape[0], clip, bits[w], mark[w],
-                    rowcnt[i], nv, ne, i)
+            _finish(buf, nodes.shape[0], clip, bits[w], mark[w], nv, i)
 
 
 @nb.njit(parallel=True, **_JIT)
 def sample_frontier(indptr, indices, nodes, m, n, max_deg, eta, db_size, seeds, clip,
-                    bits, mark, nodes_buf, rowcnt, nv, ne, db_proto):
+                    bits, mark, nodes_buf, nv, db_proto):
     """MRW/frontier sampler, Dashboard implementation (``frontier_dashboard``) per subgraph."""
     count = seeds.shape[0]
     nw = mark.shape[0]
@@ -213,13 +204,12 @@ def sample_frontier(indptr, indices, nodes, m, n, max_deg, eta, db_size, seeds, 
             buf = nodes_buf[i]
             k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
                                    mark[w], state)
-            _finish(indptr, indices, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
-                    ne, i)
+            _finish(buf, k, clip, bits[w], mark[w], nv, i)
 
 
 @nb.njit(parallel=True, **_JIT)
 def sample_cluster(indptr, indices, part_nodes, partptr, q, seeds, clip, bits, mark,
-                   nodes_buf, rowcnt, nv, ne):
+                   nodes_buf, nv):
     """ClusterGCN sampler: q distinct parts drawn uniformly by a partial Fisher-Yates over the
     part ids; V_s = the nodes of those parts (``part_nodes[partptr[c]:partptr[c + 1]]``).
 
@@ -249,5 +239,4 @@ def sample_cluster(indptr, indices, part_nodes, partptr, q, seeds, clip, bits, m
                 c = ids[t]
                 ids[t] = ids[j]
                 ids[j] = c
-            _finish(indptr, indices, buf, k, clip, bits[w], mark[w], rowcnt[i], nv,
-                    ne, i)
+            _finish(buf, k, clip, bits[w], mark[w], nv, i)

@@ -1,7 +1,5 @@
-"""16-lane blocks of the induction's parent-row scans (``_induce_kernels``), written as LLVM
-vector IR in numba intrinsics: :func:`compress_block` (fill pass) and :func:`count_block`
-(count pass: the popcount of the same membership mask; ~10% faster than LLVM's own 8-lane
-vectorization of the scalar count).
+"""A 16-lane block of the induction's parent-row scan (``_induce_kernels.fill_induced``),
+written as LLVM vector IR in a numba intrinsic (:func:`compress_block`).
 
 Filtering a parent row by membership is stream compaction (keep the entries whose neighbour is
 in the subgraph, in order). LLVM does not vectorize compaction from a scalar loop, and the
@@ -16,9 +14,7 @@ gathers) and a 16-lane transpose pass (0.45 vs 0.52 ms for the scalar pass).
 
 :data:`VECTOR_FILL` says whether the host has AVX-512 (F and VL); without it LLVM would lower
 the compressed stores to a scalar sequence, so the caller keeps its scalar loop there
-(``fill_induced`` takes the choice as an argument, so tests run both paths in one process;
-the count pass reads :data:`VECTOR_FILL` at compile time: its result is one integer per row,
-checked by every induced-CSR test).
+(``fill_induced`` takes the choice as an argument, so tests run both paths in one process).
 """
 
 from llvmlite import binding as llvm
@@ -98,17 +94,6 @@ class _IR:
         lane = self.b.trunc(self.b.and_(v, ir.Constant(V_I64, [31] * W)), V_I32)
         bit = self.b.and_(self.b.lshr(words, lane), ir.Constant(V_I32, [1] * W))
         return v, self.b.icmp_unsigned("!=", bit, ir.Constant(V_I32, [0] * W))
-
-
-@intrinsic
-def count_block(typingctx, indices, e, bits32):
-    """How many of ``indices[e:e+16]`` (int32 or int64 node ids) have their bit set in
-    ``bits32`` (the membership bitmap as uint32 words)."""
-    def codegen(context, builder, signature, args):
-        g = _IR(context, builder, signature)
-        return g.popcount(g.member_mask(0, args[0], args[1], 2, args[2])[1])
-
-    return types.int64(indices, e, bits32), codegen
 
 
 @intrinsic

@@ -93,6 +93,6 @@ class ClusterSampler(Sampler):
         """ClusterGCN's epoch: ceil(P / q) subgraphs, whatever the training nodes."""
         return -(-self.num_parts // self.q)
 
-    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+    def _run(self, seeds, clip, bits, mark, nodes_buf, nv):
         sample_cluster(self.graph.indptr, self.graph.indices, self.part_nodes, self.partptr,
-                       self.q, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
+                       self.q, seeds, clip, bits, mark, nodes_buf, nv)

@@ -200,35 +200,62 @@ class Sampler:
 
     def _sample_group(self, seeds, clip, bits, mark, vals, scale, inv_degree, with_data):
         count = seeds.shape[0]
+        workers = mark.shape[0]
         nodes_buf = np.empty((count, self.cap), dtype=np.int64)
-        rowcnt = np.empty((count, self.cap), dtype=np.int64)
         nv = np.zeros(count, dtype=np.int64)
-        ne = np.zeros(count, dtype=np.int64)
-        self._run(seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
-        self._mean_edges = 0.5 * self._mean_edges + 0.5 * float(ne.mean())
+        self._run(seeds, clip, bits, mark, nodes_buf, nv)
         node_off = np.zeros(count + 1, dtype=np.int64)
         np.cumsum(nv, out=node_off[1:])
-        edge_off = np.zeros(count + 1, dtype=np.int64)  # + 1 padding slot per subgraph
-        np.cumsum(ne + 1, out=edge_off[1:])
-        tot_v, tot_e = int(node_off[-1]), int(edge_off[-1])
+        tot_v = int(node_off[-1])
         out_nodes = np.empty(tot_v, dtype=np.int64)
         out_indptr = np.empty(tot_v + count, dtype=np.int64)
-        out_indices = np.empty(tot_e, dtype=np.int32)
-        out_eids = np.empty(tot_e, dtype=self._id_dtype)
-        perm_dtype = np.int32 if int(ne.max()) <= np.iinfo(np.int32).max else np.int64
-        out_perm = np.empty(tot_e, dtype=perm_dtype)
-        out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
-        fill_induced(self.graph.indptr, self.graph.indices, nodes_buf, rowcnt, nv, node_off,
-                     edge_off, bits, mark, vals, scale, inv_degree, out_nodes, out_indptr,
-                     out_indices, out_eids, out_perm, out_data, self.vector_fill)
+        # each worker writes its subgraphs' edges into a segment of its own, sized from the
+        # running mean (+ 25%) or, until there is one, from the parent degrees (a bound);
+        # a worker that runs out reports the room it needs and the group's fill reruns
+        per = np.bincount(np.arange(count) % workers, minlength=workers)
+        if self._mean_edges > 0:
+            room = (1.25 * self._mean_edges + 64) * per + per
+        else:
+            room = self._scanned_bound(nodes_buf, nv, workers)
+        room = room.astype(np.int64)
+        edge_off = np.zeros(count, dtype=np.int64)
+        ne = np.zeros(count, dtype=np.int64)
+        overflow = np.zeros(workers, dtype=np.int64)
+        while True:
+            seg_end = np.cumsum(room)
+            seg_start = seg_end - room
+            tot_e = int(seg_end[-1])
+            out_indices = np.empty(tot_e, dtype=np.int32)
+            out_eids = np.empty(tot_e, dtype=self._id_dtype)
+            out_perm = np.empty(tot_e, dtype=np.int32 if tot_e <= np.iinfo(np.int32).max
+                                else np.int64)
+            out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
+            fill_induced(self.graph.indptr, self.graph.indices, nodes_buf, nv, node_off,
+                         seg_start, seg_end, bits, mark, vals, scale, inv_degree, out_nodes,
+                         out_indptr, out_indices, out_eids, out_perm, out_data, edge_off, ne,
+                         overflow, self.vector_fill)
+            if not overflow.any():
+                break
+            room = np.where(overflow > 0, np.maximum(overflow, 2 * room), room)
+        self._mean_edges = 0.5 * self._mean_edges + 0.5 * float(ne.mean()) \
+            if self._mean_edges > 0 else float(ne.mean())
         subs = []
         for i in range(count):
             a, b = int(node_off[i]), int(node_off[i + 1])
-            ea, eb = int(edge_off[i]), int(edge_off[i + 1]) - 1
+            ea, eb = int(edge_off[i]), int(edge_off[i] + ne[i])
             g = Graph(out_indptr[a + i:b + i + 1], out_indices[ea:eb], b - a,
                       out_data[ea:eb] if with_data else None, validate=False)
             subs.append(Subgraph(out_nodes[a:b], g, out_eids[ea:eb], out_perm[ea:eb]))
         return subs
+
+    def _scanned_bound(self, nodes_buf, nv, workers) -> np.ndarray:
+        """Per worker: its subgraphs' parent-row entries plus a padding slot each (no
+        induced edge list is longer)."""
+        deg = self.graph.indptr[1:] - self.graph.indptr[:-1]
+        out = np.zeros(workers, dtype=np.int64)
+        for i in range(nv.shape[0]):
+            out[i % workers] += int(deg[nodes_buf[i, :nv[i]]].sum()) + 1
+        return out
 
     def _edge_values(self, edge_values):
         """``edge_values`` as contiguous float32 (empty if None). Cached for the last array

@@ -47,9 +47,9 @@ class NodeSampler(Sampler):
         self.cap = self.n
         self.size_budget = float(self.n)
 
-    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+    def _run(self, seeds, clip, bits, mark, nodes_buf, nv):
         sample_node(self.graph.indptr, self.graph.indices, self.nodes, self.prob,
-                    self.alias, self.n, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
+                    self.alias, self.n, seeds, clip, bits, mark, nodes_buf, nv)
 
 
 class EdgeSampler(Sampler):
@@ -80,10 +80,9 @@ class EdgeSampler(Sampler):
         self.cap = 2 * self.m
         self.size_budget = float(2 * self.m)
 
-    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+    def _run(self, seeds, clip, bits, mark, nodes_buf, nv):
         sample_edge(self.graph.indptr, self.graph.indices, self.eu, self.ev,
-                    self.prob, self.alias, self.m, seeds, clip, bits, mark, nodes_buf, rowcnt,
-                    nv, ne)
+                    self.prob, self.alias, self.m, seeds, clip, bits, mark, nodes_buf, nv)
 
 
 class RandomWalkSampler(Sampler):
@@ -100,9 +99,9 @@ class RandomWalkSampler(Sampler):
         self.size_budget = float(self.r * max(self.h, 1))
         self.expected_size = float(min(self.cap, self.graph.num_nodes))
 
-    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+    def _run(self, seeds, clip, bits, mark, nodes_buf, nv):
         sample_rw(self.graph.indptr, self.graph.indices, self.nodes, self.r,
-                  self.h, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne)
+                  self.h, seeds, clip, bits, mark, nodes_buf, nv)
 
 
 class FrontierSampler(Sampler):
@@ -148,10 +147,10 @@ class FrontierSampler(Sampler):
         pins = np.minimum(deg, self.max_deg) if self.max_deg else deg
         return float((deg * pins).sum() / max(deg.sum(), 1.0))
 
-    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+    def _run(self, seeds, clip, bits, mark, nodes_buf, nv):
         sample_frontier(self.graph.indptr, self.graph.indices, self.nodes, self.m,
                         self.n, self.max_deg, self.eta, self.db_size, seeds, clip, bits, mark,
-                        nodes_buf, rowcnt, nv, ne, self._db_proto)
+                        nodes_buf, nv, self._db_proto)
 
     def trace(self, seed: int):
         """(V_s entries in order: m frontier nodes then each added one, popped nodes) of one
@@ -174,9 +173,9 @@ class FullSampler(Sampler):
         self.size_budget = float(self.nodes.size)
         self.expected_size = float(self.nodes.size)
 
-    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+    def _run(self, seeds, clip, bits, mark, nodes_buf, nv):
         sample_full(self.graph.indptr, self.graph.indices, self.nodes, seeds, clip,
-                    bits, mark, nodes_buf, rowcnt, nv, ne)
+                    bits, mark, nodes_buf, nv)
 
 
 SAMPLERS = {cls.name: cls for cls in (NodeSampler, EdgeSampler, RandomWalkSampler,
