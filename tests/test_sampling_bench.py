@@ -62,8 +62,8 @@ def test_bench_sample_coverage_zero_skips_presampling(capsys):
 def test_sampler_traffic_counts_by_hand():
     """rw, 10 roots x 2 steps; 50 nodes, 400 scanned entries, 120 kept edges."""
     t = roofline.sampler_traffic("rw", {"num_root": 10, "depth": 2}, 50, 400, 120, 1024)
-    assert t["random_lines"] == 10 + 2 * 10 * 2 + 4 * 50        # roots, steps, 2 scans x 2
-    assert t["stream_bytes"] == 8 * 400 + 4 * 400 + 16 * 120 + 16 * 50 + 4 * 120
+    assert t["random_lines"] == 10 + 2 * 10 * 2 + 2 * 50        # roots, steps, 2 per row
+    assert t["stream_bytes"] == 4 * 400 + 4 * 400 + 16 * 120 + 16 * 50 + 4 * 120
     assert t["min_random_lines"] == 10 + 40 + 2 * 50
     assert t["min_stream_bytes"] == 4 * 400 + 4 * 120 + 16 * 120 + 16 * 50
     assert t["state_bytes"] == 1024 // 8 + 4 * 1024

@@ -15,14 +15,13 @@ degrees of its nodes), M induced edges and the sampler's draws (``sample_lines``
   per edge (probability, alias, both ends); rw 1 per root and 2 per step (row bounds, the
   neighbour); frontier 2 per initial node (id, degree) and 4 per step (a Dashboard slot, the
   popped node's row bounds, its neighbour, the new node's degree).
-* induction as implemented (``sampling._induce_kernels``): two scans of the k parent rows
-  (the count pass sizes the outputs, the fill pass writes them), each 2 random lines per row
-  (``indptr[u]``, the row's first line) + 4·S streamed bytes; the fill also streams the edge
-  values of every scanned entry (4·S) and writes 16·M bytes (local id, parent edge id,
-  value, transpose position) + 16·k (node ids, row pointers), and the transpose pass reads
-  the M local ids again (4·M).
-* the minimum any induced-subgraph builder must move (``min_*``): the sampling lines, one
-  scan (2k lines + 4·S), the values of the kept entries (4·M) and the outputs (16·M + 16·k).
+* induction as implemented (``sampling._induce_kernels.fill_induced``): one scan of the k
+  parent rows, 2 random lines per row (``indptr[u]``, the row's first line) + 4·S streamed
+  bytes; the edge values of every scanned entry (4·S, loaded 16 at a time); writes of 16·M
+  bytes (local id, parent edge id, value, transpose position) + 16·k (node ids, row
+  pointers); and the transpose pass reads the M local ids again (4·M).
+* the minimum any induced-subgraph builder must move (``min_*``): the sampling lines, the
+  scan, the values of the kept entries only (4·M) and the outputs (16·M + 16·k).
 
 Per-worker state (the |V|-bit membership map and the |V| int32 local-id map, and the
 frontier's Dashboard) is reported as ``state_bytes``; its accesses stay in the private
@@ -62,8 +61,8 @@ def sampler_traffic(name: str, budget: dict, nodes: float, scanned: float, induc
     k, s, m = float(nodes), float(scanned), float(induced)
     lines = float(sample_lines(name, budget))
     return {
-        "stream_bytes": 2 * 4 * s + (4 * s if values else 0.0) + 16 * m + 16 * k + 4 * m,
-        "random_lines": lines + 2 * 2 * k,
+        "stream_bytes": 4 * s + (4 * s if values else 0.0) + 16 * m + 16 * k + 4 * m,
+        "random_lines": lines + 2 * k,
         "min_stream_bytes": 4 * s + (4 * m if values else 0.0) + 16 * m + 16 * k,
         "min_random_lines": lines + 2 * k,
         "state_bytes": num_nodes // 8 + 4 * num_nodes,
