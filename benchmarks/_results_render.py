@@ -10,6 +10,7 @@ import sys
 
 import _results_compare as compare
 import _results_modes as modes
+import _results_sampling as sampling
 import _results_shadow_default as shadow_default
 import _results_tables as tables
 import _results_text as text
@@ -274,7 +275,8 @@ RENDER = {"accuracy": accuracy, "shadow": shadow, "link": link, "sparse": sparse
           "speed": speed, "loaders": loaders, "distributed": distributed,
           "partition": partition, "shp": shp, "modes": dist_modes,
           "compare": lambda sec, all_sections: compare.render(sec, sys.modules[__name__]),
-          "shadow_default": lambda sec, all_sections: shadow_default.render(sec, all_sections)}
+          "shadow_default": lambda sec, all_sections: shadow_default.render(sec, all_sections),
+          "sampling": lambda sec, all_sections: sampling.render(sec, sys.modules[__name__])}
 
 
 def page(sections: dict) -> str:

@@ -239,9 +239,10 @@ def runners() -> dict:
     import _results_compare as compare
     import _results_modes as modes
     import _results_run_perf as perf
+    import _results_sampling as sampling
     import _results_shadow_default as shadow_default
     return {"accuracy": run_accuracy, "shadow": run_shadow, "link": run_link,
             "sparse": run_sparse, "speed": perf.run_speed, "loaders": perf.run_loaders,
             "distributed": perf.run_distributed, "partition": perf.run_partition,
             "shp": perf.run_shp, "modes": modes.run_modes, "compare": compare.run_compare,
-            "shadow_default": shadow_default.run}
+            "shadow_default": shadow_default.run, "sampling": sampling.run}

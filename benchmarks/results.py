@@ -41,7 +41,7 @@ README = ROOT / "README.md"
 HEADLINE = ("<!-- results headline: written by `python benchmarks/results.py render` -->",
             "<!-- end of results headline -->")
 SECTIONS = ("accuracy", "shadow", "link", "sparse", "speed", "loaders", "distributed",
-            "partition", "shp", "modes", "compare", "shadow_default")
+            "partition", "shp", "modes", "compare", "shadow_default", "sampling")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
