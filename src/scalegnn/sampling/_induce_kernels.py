@@ -71,16 +71,17 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
     Worker w takes subgraphs w, w + W, ... and writes their edges one after another, each
     followed by one padding slot, into its own segment ``[seg_start[w], seg_end[w])`` of the
     edge arrays; ``edge_off[i]`` / ``ne[i]`` record where subgraph i's edges went and how many.
-    Before a row is scanned the segment must hold its whole parent row (an upper bound of its
-    kept entries) plus the padding slot; if not, the worker stops, sets ``overflow[w]`` to the
-    room it would need (its earlier subgraphs' edges plus an upper bound for the rest) and
-    leaves its scratch maps clean, so the caller can grow the segment and run the group
-    again. Nodes (``out_nodes[node_off[i]:]``) and row pointers (k + 1 entries at
+    Rows are scanned in chunks of 16 entries, each checked first for room (17 slots: a chunk
+    keeps at most 16 entries, plus one stray store); a worker out of room stops, sets
+    ``overflow[w]`` to the slots it had filled and leaves its scratch maps clean, so the
+    caller can grow the segment and run the group again. (Checking for a whole parent row
+    instead would ask a hub's degree in room: at 2^24 nodes a frontier subgraph scans ~25x
+    more entries than it keeps.) Nodes (``out_nodes[node_off[i]:]``) and row pointers (k + 1 entries at
     ``out_indptr[node_off[i] + i:]``) have exact offsets, known from ``nv``.
 
     Each local row is the parent row of vs[j] filtered by membership (the |V|-bit map, which
     stays in cache): with ``vector`` 16 entries at a time by AVX-512 compressed stores
-    (``_simd.compress_block``), the remainder (and every entry without ``vector``) by a
+    (``_simd.compress_block``), a row's last short chunk (and every chunk without ``vector``) by a
     branch-free loop that stores every scanned entry at the row's cursor and advances it only
     on a hit (the stray store after a row's last hit lands on the next row's first slot,
     rewritten next, or on the padding slot). The local id is read from the |V|-entry map at v
@@ -119,20 +120,22 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                 mk[v] = j
             _mark_bits(vs, k, bt, np.uint64(1))
             p = np.uint64(eo)
+            room = np.uint64(end_w) - np.uint64(W + 1)   # a chunk writes <= 16 + 1 stray
             for j in range(k):
                 u = vs[j]
                 _prefetch_row(indptr, indices, vs, k, j)
-                if p + np.uint64(indptr[u + 1] - indptr[u]) + np.uint64(1) > np.uint64(end_w):
-                    overflow[w] = 1
-                    break
                 su = np.float32(1.0)
                 if has_scale:
                     su = row_scale[u]
                 elif inv_degree and indptr[u + 1] > indptr[u]:
                     su = np.float32(1.0 / (indptr[u + 1] - indptr[u]))
                 e0 = np.uint64(indptr[u])
-                if vector:   # blocks of 16 entries compressed (_simd); the rest below
-                    while e0 + np.uint64(W) <= np.uint64(indptr[u + 1]):
+                end = np.uint64(indptr[u + 1])
+                while e0 < end:   # chunks of <= 16 entries, each with room checked first
+                    if p > room:
+                        overflow[w] = 1
+                        break
+                    if vector and e0 + np.uint64(W) <= end:   # compressed (_simd)
                         if has_data and has_val:
                             p += np.uint64(compress_block(indices, e0, bt32, mk, out_indices,
                                                           out_eids, out_data, edge_values,
@@ -146,27 +149,25 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                                                           out_eids, out_data, edge_values,
                                                           su, p, 0))
                         e0 += np.uint64(W)
-                for e in _scan_range(e0, indptr[u + 1]):
-                    v = np.uint32(indices[e])
-                    hit = _member(bt, v)
-                    out_indices[p] = mk[v * hit]   # a miss reads mk[0]: always in cache
-                    out_eids[p] = e
-                    if has_data:
-                        out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
-                    p += hit
+                        continue
+                    e1 = min(e0 + np.uint64(W), end)
+                    for e in _scan_range(e0, e1):
+                        v = np.uint32(indices[e])
+                        hit = _member(bt, v)
+                        out_indices[p] = mk[v * hit]   # a miss reads mk[0]: always in cache
+                        out_eids[p] = e
+                        if has_data:
+                            out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
+                        p += hit
+                    e0 = e1
+                if overflow[w]:
+                    break
                 ip[j + 1] = np.int64(p) - eo
             _mark_bits(vs, k, bt, np.uint64(0))
             for j in range(k):
                 mk[vs[j]] = -1
             if overflow[w]:
-                # room for the subgraphs done, then at most every scanned entry + a pad each
-                need = eo - seg_start[w]
-                for t in range(i, count, nw):
-                    need += 1
-                    for j in range(nv[t]):
-                        u = nodes_buf[t, j]
-                        need += indptr[u + 1] - indptr[u]
-                overflow[w] = need
+                overflow[w] = np.int64(p) - seg_start[w]   # written so far: grow from there
                 break
             edge_off[i] = eo
             ne[i] = ip[k]

@@ -20,7 +20,7 @@ import numpy as np
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph, index_dtype
 from scalegnn.sampling._induce_kernels import fill_induced
-from scalegnn.sampling._simd import VECTOR_FILL
+from scalegnn.sampling._simd import VECTOR_FILL, W
 
 
 @dataclass
@@ -210,14 +210,11 @@ class Sampler:
         out_nodes = np.empty(tot_v, dtype=np.int64)
         out_indptr = np.empty(tot_v + count, dtype=np.int64)
         # each worker writes its subgraphs' edges into a segment of its own, sized from the
-        # running mean (+ 25%) or, until there is one, from the parent degrees (a bound);
-        # a worker that runs out reports the room it needs and the group's fill reruns
+        # running mean (+ 25%; until there is one, 16 edges per node); a worker that runs out
+        # reports how far it got, its segment doubles (at least) and the group's fill reruns
         per = np.bincount(np.arange(count) % workers, minlength=workers)
-        if self._mean_edges > 0:
-            room = (1.25 * self._mean_edges + 64) * per + per
-        else:
-            room = self._scanned_bound(nodes_buf, nv, workers)
-        room = room.astype(np.int64)
+        mean = self._mean_edges if self._mean_edges > 0 else 16.0 * float(nv.mean())
+        room = ((1.25 * mean + 2 * W + 2) * per).astype(np.int64)
         edge_off = np.zeros(count, dtype=np.int64)
         ne = np.zeros(count, dtype=np.int64)
         overflow = np.zeros(workers, dtype=np.int64)
@@ -236,7 +233,7 @@ class Sampler:
                          overflow, self.vector_fill)
             if not overflow.any():
                 break
-            room = np.where(overflow > 0, np.maximum(overflow, 2 * room), room)
+            room = np.where(overflow > 0, 2 * np.maximum(overflow, room), room)
         self._mean_edges = 0.5 * self._mean_edges + 0.5 * float(ne.mean()) \
             if self._mean_edges > 0 else float(ne.mean())
         subs = []
@@ -247,15 +244,6 @@ class Sampler:
                       out_data[ea:eb] if with_data else None, validate=False)
             subs.append(Subgraph(out_nodes[a:b], g, out_eids[ea:eb], out_perm[ea:eb]))
         return subs
-
-    def _scanned_bound(self, nodes_buf, nv, workers) -> np.ndarray:
-        """Per worker: its subgraphs' parent-row entries plus a padding slot each (no
-        induced edge list is longer)."""
-        deg = self.graph.indptr[1:] - self.graph.indptr[:-1]
-        out = np.zeros(workers, dtype=np.int64)
-        for i in range(nv.shape[0]):
-            out[i % workers] += int(deg[nodes_buf[i, :nv[i]]].sum()) + 1
-        return out
 
     def _edge_values(self, edge_values):
         """``edge_values`` as contiguous float32 (empty if None). Cached for the last array
