@@ -108,13 +108,16 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
     for step in range(n - m):
         if live == 0:
             break
-        # POP: uniform probes over the used part of DB until a live pin is hit
+        # POP: uniform probes over the used part of DB until a live pin is hit. A popped
+        # tile's pins are not overwritten: a pin is live when it lies in its tile's current
+        # range (a reused tile gets a range past every pin written so far), which saves
+        # rewriting the popped node's pins (up to its degree) on every step.
         while True:
-            t = db[_randint(used)]
-            if t >= 0:
+            r = _randint(used)
+            t = db[r]
+            if t >= 0 and t_start[t] <= r < t_end[t]:
                 break
         vpop = t_node[t]
-        db[t_start[t]:t_end[t]] = -1
         ia_alive[t_ia[t]] = False
         live -= t_end[t] - t_start[t]
         pops[step] = vpop
@@ -151,9 +154,11 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
             cnt = nc
             if used + p > size:
                 p = size - used  # "more pins than DB holds": all remaining slots
-        # ADD: reuse the popped tile for vnew
+        # ADD: reuse the popped tile for vnew (an empty range if vnew has no pins)
         t_node[t] = vnew
         t_ia[t] = -1
+        t_start[t] = 0
+        t_end[t] = 0
         if p > 0:
             t_start[t] = used
             t_end[t] = used + p
