@@ -64,6 +64,18 @@ def test_hashed_tables_on_a_large_sparse_id_space():
     assert (np.diff(p1) > 200).any()     # the tables grew well past their 256 first slots
 
 
+@pytest.mark.parametrize("limit", ["_MARK_NODES", "_MARK_ENTRIES"])
+def test_counted_induction_repeats_the_one_pass_one(g, monkeypatch, limit):
+    """Past |V| or scratch limits the blocks are induced by a count pass then a fill pass."""
+    ex = PPRExtractor(g, eps=1e-5, k=30)
+    t = np.arange(0, g.num_nodes, 3)
+    one = ex.extract_pairs(t, t[::-1])
+    monkeypatch.setattr(extract, limit, 0)
+    two = ex.extract_pairs(t, t[::-1])
+    for f in ("offsets", "nodes", "center", "center2", "indptr", "indices"):
+        assert np.array_equal(getattr(one, f), getattr(two, f)), f
+
+
 def test_khop_two_pass_scopes_repeat_the_one_pass_ones(g, monkeypatch):
     """Past the buffer size, scopes are counted then filled by a second identical pass."""
     ex = KHopExtractor(g, depth=3, budget=3)

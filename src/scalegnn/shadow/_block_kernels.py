@@ -3,7 +3,9 @@ unions of scopes (link prediction), each block's induced CSR, and stack rows of 
 
 Execution model: a call handles B blocks; ``prange`` runs ``nw`` workers, worker ``w`` takes
 blocks ``w, w+nw, ...`` with its own scratch (a hash table of ``_hash_table_kernels`` holding
-the block's node ids, cleared after each block).
+the block's node ids, cleared after each block). On graphs up to 2^21 nodes the induction is
+one pass with a |V|-long map of stack rows a worker instead (``induced_marked``: no hashing and
+no count pass; 2.5x less CPU per PPR top-32 block on Facebook).
 """
 
 import numba as nb
@@ -12,7 +14,7 @@ import numpy as np
 from scalegnn.ops._kernels import _prefetch
 from scalegnn.shadow._hash_table_kernels import _slot
 
-_JIT = dict(nogil=True, cache=True)
+_JIT = {"nogil": True, "cache": True}
 
 
 @nb.njit(parallel=True, **_JIT)
@@ -142,3 +144,44 @@ def induced(indptr, indices, offsets, nodes, rowlen, out_indptr, out_indices, nw
     for both: each parallel kernel costs seconds of compilation."""
     for w in nb.prange(nw):
         _induced_worker(indptr, indices, offsets, nodes, rowlen, out_indptr, out_indices, w, nw)
+
+
+@nb.njit(**_JIT)
+def _marked_worker(indptr, indices, offsets, nodes, bound, tmp, rowlen, w, nw):
+    """One pass over one worker's blocks with a direct map of the graph's nodes (mark[v] =
+    stack row of v in the current block, -1 outside it): row j's in-block neighbours go to
+    tmp[bound[i]:] block by block (misses stored and overwritten, as in :func:`_block`),
+    rowlen[j] = their count. Hub rows (> 64x the block) binary-search the block instead."""
+    n = indptr.shape[0] - 1
+    mark = np.full(n, -1, dtype=np.int64)
+    for i in range(w, offsets.shape[0] - 1, nw):
+        a = offsets[i]
+        stop = offsets[i + 1]
+        for j in range(a, stop):
+            mark[nodes[j]] = j
+        p = bound[i]
+        for j in range(a, stop):
+            _prefetch_ahead(indptr, indices, nodes, j, stop)
+            e0 = indptr[nodes[j]]
+            e1 = indptr[nodes[j] + 1]
+            p0 = p
+            if e1 - e0 > 64 * (stop - a):
+                p = _hub_row(indices, e0, e1, nodes, a, stop - a, tmp, p, True)
+            else:
+                for e in range(e0, e1):
+                    r = mark[indices[e]]
+                    tmp[p] = r
+                    p += r >= 0
+            rowlen[j] = p - p0
+        for j in range(a, stop):
+            mark[nodes[j]] = -1
+
+
+@nb.njit(parallel=True, **_JIT)
+def induced_marked(indptr, indices, offsets, nodes, bound, tmp, rowlen, nw):
+    """Block-diagonal induced CSR in one pass (:func:`_marked_worker`; scratch: one |V|-long
+    map a worker): block i's rows fill tmp[bound[i]:bound[i+1]] (bound: cumulative degree
+    sums of the blocks' nodes plus one slot per block), rows back to back; rowlen as the
+    count call of :func:`induced` gives it."""
+    for w in nb.prange(nw):
+        _marked_worker(indptr, indices, offsets, nodes, bound, tmp, rowlen, w, nw)

@@ -25,11 +25,13 @@ import numpy as np
 
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
-from scalegnn.shadow._block_kernels import block_rows, induced, union_blocks
+from scalegnn.shadow._block_kernels import block_rows, induced, induced_marked, union_blocks
 from scalegnn.shadow._khop_kernels import khop_scopes
 
 _KEY_SAMPLE = 1 << 22       # entries of indptr / indices hashed by graph_key (strided)
 _BUF_ENTRIES = 1 << 23      # k-hop: one-pass scope buffer up to this many int64 entries
+_MARK_NODES = 1 << 21       # induction: one pass with a |V|-long map a worker up to this |V| ...
+_MARK_ENTRIES = 1 << 23     # ... and a scratch of this many entries (else count, then fill)
 
 
 @dataclass
@@ -181,11 +183,21 @@ class _Extractor:
         nw = self._workers(offsets.shape[0] - 1)
         g = self.graph
         rowlen = np.empty(nodes.shape[0], dtype=np.int64)
-        induced(g.indptr, g.indices, offsets, nodes, rowlen, rowlen, rowlen, nw)
-        indptr = _cumsum0(rowlen)
-        indices = np.empty(int(indptr[-1]), dtype=np.int64)
-        if indices.size:
-            induced(g.indptr, g.indices, offsets, nodes, indices[:0], indptr, indices, nw)
+        bound = None
+        if g.num_nodes <= _MARK_NODES:     # one pass into a scratch of the blocks' degree sums
+            deg = _cumsum0(g.indptr[nodes + 1] - g.indptr[nodes])
+            bound = _cumsum0(deg[offsets[1:]] - deg[offsets[:-1]] + 1)
+        if bound is not None and bound[-1] <= _MARK_ENTRIES:
+            tmp = np.empty(int(bound[-1]), dtype=np.int64)
+            induced_marked(g.indptr, g.indices, offsets, nodes, bound, tmp, rowlen, nw)
+            indptr = _cumsum0(rowlen)
+            indices = tmp[_ranges(bound[:-1], indptr[offsets[1:]] - indptr[offsets[:-1]])]
+        else:
+            induced(g.indptr, g.indices, offsets, nodes, rowlen, rowlen, rowlen, nw)
+            indptr = _cumsum0(rowlen)
+            indices = np.empty(int(indptr[-1]), dtype=np.int64)
+            if indices.size:
+                induced(g.indptr, g.indices, offsets, nodes, indices[:0], indptr, indices, nw)
         center = block_rows(nodes, offsets, first)
         center2 = None if second is None else block_rows(nodes, offsets, second)
         return TargetSubgraphs(targets, offsets, nodes, center, center2, indptr, indices)
