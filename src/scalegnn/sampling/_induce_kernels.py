@@ -14,7 +14,7 @@ import numba as nb
 import numpy as np
 
 from scalegnn.ops._kernels import _prefetch  # llvm.prefetch of &arr[idx]
-from scalegnn.sampling._simd import W, compress_block
+from scalegnn.sampling._simd import W, compress_block, popcount32
 
 _JIT = dict(nogil=True, cache=True)
 
@@ -61,6 +61,23 @@ def _prefetch_row(indptr, indices, vs, k, j):
 _PF = 16
 
 
+@nb.njit(**_JIT)
+def _rank_words(bits32, rank):
+    """rank[w] = members in the bitmap words before word w (a prefix sum of popcounts)."""
+    acc = np.int32(0)
+    for w in range(bits32.shape[0]):
+        rank[w] = acc
+        acc += np.int32(popcount32(bits32[w]))
+
+
+@nb.njit(inline="always", **_JIT)
+def _local_id(bits32, rank, v):
+    """The local id of member v: members before v's word + set bits below v in it."""
+    word = v >> np.uint32(5)
+    below = (np.uint32(1) << (v & np.uint32(31))) - np.uint32(1)
+    return rank[word] + np.int32(popcount32(bits32[word] & below))
+
+
 @nb.njit(parallel=True, **_JIT)
 def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, bits, mark,
                  edge_values, row_scale, inv_degree, out_nodes, out_indptr, out_indices,
@@ -101,9 +118,9 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
     has_scale = row_scale.shape[0] > 0
     has_data = out_data.shape[0] > 0
     for w in nb.prange(nw):
-        mk = mark[w]
         bt = bits[w]
         bt32 = bt.view(np.uint32)
+        rank = np.empty(bt32.shape[0], dtype=np.int32)
         cursor = np.empty(nodes_buf.shape[1], dtype=np.int64)
         eo = seg_start[w]
         end_w = seg_end[w]
@@ -115,10 +132,9 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
             ip = out_indptr[no + i:no + i + k + 1]
             ip[0] = 0
             for j in range(k):
-                v = vs[j]
-                out_nodes[no + j] = v
-                mk[v] = j
+                out_nodes[no + j] = vs[j]
             _mark_bits(vs, k, bt, np.uint64(1))
+            _rank_words(bt32, rank)
             p = np.uint64(eo)
             room = np.uint64(end_w) - np.uint64(W + 1)   # a chunk writes <= 16 + 1 stray
             for j in range(k):
@@ -137,15 +153,15 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                         break
                     if vector and e0 + np.uint64(W) <= end:   # compressed (_simd)
                         if has_data and has_val:
-                            p += np.uint64(compress_block(indices, e0, bt32, mk, out_indices,
+                            p += np.uint64(compress_block(indices, e0, bt32, rank, out_indices,
                                                           out_eids, out_data, edge_values,
                                                           su, p, 2))
                         elif has_data:
-                            p += np.uint64(compress_block(indices, e0, bt32, mk, out_indices,
+                            p += np.uint64(compress_block(indices, e0, bt32, rank, out_indices,
                                                           out_eids, out_data, edge_values,
                                                           su, p, 1))
                         else:
-                            p += np.uint64(compress_block(indices, e0, bt32, mk, out_indices,
+                            p += np.uint64(compress_block(indices, e0, bt32, rank, out_indices,
                                                           out_eids, out_data, edge_values,
                                                           su, p, 0))
                         e0 += np.uint64(W)
@@ -154,7 +170,8 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                     for e in _scan_range(e0, e1):
                         v = np.uint32(indices[e])
                         hit = _member(bt, v)
-                        out_indices[p] = mk[v * hit]   # a miss reads mk[0]: always in cache
+                        out_indices[p] = _local_id(bt32, rank, v)   # junk on a miss
+
                         out_eids[p] = e
                         if has_data:
                             out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
@@ -164,8 +181,6 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                     break
                 ip[j + 1] = np.int64(p) - eo
             _mark_bits(vs, k, bt, np.uint64(0))
-            for j in range(k):
-                mk[vs[j]] = -1
             if overflow[w]:
                 overflow[w] = np.int64(p) - seg_start[w]   # written so far: grow from there
                 break

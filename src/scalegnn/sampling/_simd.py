@@ -15,6 +15,8 @@ gathers) and a 16-lane transpose pass (0.45 vs 0.52 ms for the scalar pass).
 :data:`VECTOR_FILL` says whether the host has AVX-512 (F and VL); without it LLVM would lower
 the compressed stores to a scalar sequence, so the caller keeps its scalar loop there
 (``fill_induced`` takes the choice as an argument, so tests run both paths in one process).
+numba's cache keys ``fill_induced`` by its own file only: after editing this one, delete
+``sampling/__pycache__/_induce_kernels.*.nb*`` (a stale cache kept the old blocks).
 """
 
 from llvmlite import binding as llvm
@@ -80,7 +82,11 @@ class _IR:
         ``ptr`` (the lanes past the kept ones are junk the next block overwrites: the caller
         leaves 16 slots of room). Compressing in a register and storing the whole vector
         is several times faster on Intel than a compressing store to memory."""
-        kind = {V_I64: "i64", V_F32: "f32"}.get(vals.type, "i32")
+        if vals.type == V_I64:   # (int64 edge ids, past 2^31 edges: the plain form; LLVM's
+            self.call("llvm.masked.compressstore.v16i64", ir.VoidType(),   # 2-register
+                      [vals, ptr, mask])                   # compress crashed here)
+            return
+        kind = "f32" if vals.type == V_F32 else "i32"
         packed = self.call(f"llvm.experimental.vector.compress.v16{kind}", vals.type,
                            [vals, mask, ir.Constant(vals.type, None)])
         self.b.store(packed, self.b.bitcast(ptr, vals.type.as_pointer()), align=4)
@@ -90,8 +96,8 @@ class _IR:
         return self.b.zext(n, I64)
 
     def member_mask(self, ids_arg, ids, e, bits_arg, bits):
-        """Ids ``indices[e:e+16]`` (as <16 x i64>) and the mask of those whose bit is set in
-        the uint32-word bitmap."""
+        """For ids ``indices[e:e+16]``: their bitmap word numbers (<16 x i64>), those words,
+        their bit positions in them, and the mask of the ids whose bit is set."""
         wide = self.aty[ids_arg].dtype.bitwidth == 64
         raw = self.load(ids_arg, ids, e, V_I64 if wide else V_I32, 8 if wide else 4)
         if wide:
@@ -104,29 +110,36 @@ class _IR:
         words = self.gather32(self.addrs(bits_arg, bits, word), ir.Constant(V_I1, [1] * W))
         lane = self.b.trunc(self.b.and_(v, ir.Constant(V_I64, [31] * W)), V_I32)
         bit = self.b.and_(self.b.lshr(words, lane), ir.Constant(V_I32, [1] * W))
-        return v, self.b.icmp_unsigned("!=", bit, ir.Constant(V_I32, [0] * W))
+        return word, words, lane, self.b.icmp_unsigned("!=", bit, ir.Constant(V_I32, [0] * W))
 
 
 @intrinsic
-def compress_block(typingctx, indices, e, bits32, mk, out_idx, out_eid, out_dat, vals, su, p,
-                   data_mode):
+def compress_block(typingctx, indices, e, bits32, rank, out_idx, out_eid, out_dat, vals, su,
+                   p, data_mode):
     """Entries ``indices[e:e+16]`` whose id has its bit set in ``bits32``: ``out_idx[p:]`` <-
-    ``mk[id]`` (local ids), ``out_eid[p:]`` <- ``e + lane`` (parent edge ids, int32 or int64),
+    their local ids (the rank of the id among the members: ``rank[id >> 5]``, the members in
+    the words before its word, + the set bits below it in its word; ``rank`` is int32 and
+    stays in L1 where a |V|-entry id map did not), ``out_eid[p:]`` <- ``e + lane`` (parent
+    edge ids, int32 or int64),
     and by ``data_mode`` (an int literal: 0 no values, 1 ``su`` for every kept entry, 2
     ``vals[e + lane] * su``) ``out_dat[p:]``, all compressed (only the kept entries are
     written, in order). Returns how many were kept. ``indices`` (int32 or int64 node ids) must
-    hold ``e + 16`` entries; ``mk`` and ``out_idx`` are int32, ``out_dat``, ``vals`` and
-    ``su`` float32."""
+    hold ``e + 16`` entries; ``out_idx`` is int32, ``out_dat``, ``vals`` and ``su`` float32."""
     if not isinstance(data_mode, types.IntegerLiteral):
         return None
     mode = data_mode.literal_value
-    sig = types.int64(indices, e, bits32, mk, out_idx, out_eid, out_dat, vals, su, p, data_mode)
+    sig = types.int64(indices, e, bits32, rank, out_idx, out_eid, out_dat, vals, su, p,
+                      data_mode)
 
     def codegen(context, builder, signature, args):
-        ind, e_, bt, mkk, oi, oe, od, va, su_, p_, _ = args
+        ind, e_, bt, rk, oi, oe, od, va, su_, p_, _ = args
         g = _IR(context, builder, signature)
-        ids, mask = g.member_mask(0, ind, e_, 2, bt)
-        g.compress(g.gather32(g.addrs(3, mkk, ids), mask), g.item(4, oi, p_), mask)
+        word, words, lane, mask = g.member_mask(0, ind, e_, 2, bt)
+        below = builder.sub(builder.shl(ir.Constant(V_I32, [1] * W), lane),
+                            ir.Constant(V_I32, [1] * W))
+        inword = g.call("llvm.ctpop.v16i32", V_I32, [builder.and_(words, below)])
+        local = builder.add(g.gather32(g.addrs(3, rk, word), mask), inword)
+        g.compress(local, g.item(4, oi, p_), mask)
         e64 = e_ if e_.type.width == 64 else builder.zext(e_, I64)
         eids = builder.add(g.vec(e64), ir.Constant(V_I64, list(range(W))))
         if signature.args[5].dtype.bitwidth == 32:
@@ -140,3 +153,13 @@ def compress_block(typingctx, indices, e, bits32, mk, out_idx, out_eid, out_dat,
         return g.popcount(mask)
 
     return sig, codegen
+
+
+@intrinsic
+def popcount32(typingctx, x):
+    """Set bits of a uint32 (``llvm.ctpop``: one popcnt)."""
+    def codegen(context, builder, signature, args):
+        return builder.call(cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(I32, [I32]), "llvm.ctpop.i32"), [args[0]])
+
+    return types.uint32(types.uint32), codegen
