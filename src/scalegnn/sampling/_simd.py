@@ -91,6 +91,9 @@ class _IR:
                            [vals, mask, ir.Constant(vals.type, None)])
         self.b.store(packed, self.b.bitcast(ptr, vals.type.as_pointer()), align=4)
 
+    def scatter32(self, vals, ptrs, mask):
+        self.call("llvm.masked.scatter.v16i32.v16p0", ir.VoidType(), [vals, ptrs, I32(4), mask])
+
     def popcount(self, mask):
         n = self.call("llvm.ctpop.i16", ir.IntType(W), [self.b.bitcast(mask, ir.IntType(W))])
         return self.b.zext(n, I64)
@@ -163,3 +166,26 @@ def popcount32(typingctx, x):
             builder.module, ir.FunctionType(I32, [I32]), "llvm.ctpop.i32"), [args[0]])
 
     return types.uint32(types.uint32), codegen
+
+
+@intrinsic
+def transpose_block(typingctx, out_indices, p, n, cursor, out_perm):
+    """Journal Alg. 6 for the ``n`` <= 16 entries ``p, p+1, ...`` of one local row (distinct
+    columns l, so the lanes never collide): ``out_perm[p + t] = cursor[l]``, ``cursor[l] += 1``
+    (all int32)."""
+    def codegen(context, builder, signature, args):
+        oi, p_, n_, cur, op = args
+        g = _IR(context, builder, signature)
+        n64 = n_ if n_.type.width == 64 else builder.zext(n_, I64)
+        live = builder.icmp_unsigned("<", ir.Constant(V_I64, list(range(W))), g.vec(n64))
+        locs = g.call("llvm.masked.load.v16i32.p0", V_I32, [
+            builder.bitcast(g.item(0, oi, p_), V_I32.as_pointer()), I32(4), live,
+            ir.Constant(V_I32, None)])
+        at = g.addrs(3, cur, builder.zext(locs, V_I64))
+        slots = g.gather32(at, live)
+        g.call("llvm.masked.store.v16i32.p0", ir.VoidType(), [
+            slots, builder.bitcast(g.item(4, op, p_), V_I32.as_pointer()), I32(4), live])
+        g.scatter32(builder.add(slots, ir.Constant(V_I32, [1] * W)), at, live)
+        return context.get_dummy_value()
+
+    return types.void(out_indices, p, n, cursor, out_perm), codegen
