@@ -1,16 +1,17 @@
-"""A 16-lane block of the induction's parent-row scan (``_induce_kernels.fill_induced``),
-written as LLVM vector IR in a numba intrinsic (:func:`compress_block`).
+"""16-lane blocks of the induction (``_induce_kernels.fill_induced``), written as LLVM vector
+IR in numba intrinsics: :func:`compress_block` (the parent-row scan) and
+:func:`transpose_block` (the transpose pass).
 
 Filtering a parent row by membership is stream compaction (keep the entries whose neighbour is
 in the subgraph, in order). LLVM does not vectorize compaction from a scalar loop, and the
 scalar, branch-free loop costs ~8 cycles per scanned entry (a bit test, a local-id lookup and
 three stores per entry, kept or not). With AVX-512 one block of 16 entries is: one load of the
 neighbour ids, one gather of their membership words, a compare, a masked gather of the kept
-entries' local ids, and compressions (``vpcompressd`` in a register, then a whole-vector
-store) of the local ids, the parent edge ids and the edge values. On kronecker:17:8 at the rw budgets, one thread: fill pass (with its
-scalar transpose pass) 1.2 vs 1.7 ms per subgraph. Tried and dropped: the transpose inside
-the block (gather and scatter of the column cursors: 1.8 ms, the scatters stall the next
-gathers) and a 16-lane transpose pass (0.45 vs 0.52 ms for the scalar pass).
+entries' rank words, a popcount, and compressions (``vpcompressd`` in a register, then a
+whole-vector store) of the local ids, the parent edge ids and the edge values. The transpose
+pass (journal Alg. 6) takes 16 entries of a row at a time: a gather and a scatter of their
+columns' cursors (a row's columns are distinct, so the lanes never collide). Tried and
+dropped: the transpose inside the scan block (the scatters stalled the next block's gathers).
 
 :data:`VECTOR_FILL` says whether the host has AVX-512 (F and VL); without it LLVM would lower
 the compressed stores to a scalar sequence, so the caller keeps its scalar loop there
