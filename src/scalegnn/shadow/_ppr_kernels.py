@@ -10,9 +10,11 @@ pushes no longer pay a scan of every touched id per sweep). Any push order ends
 with every r(u) <= eps*deg(u), so the error bound is the same; the sweeps read the CSR and the
 per-node state in address order instead of queue order (~2.5x less CPU per target on
 Facebook at eps 1e-6, where a target touches 14k of 22k nodes, ~21 sweeps, ~0.5M neighbour
-updates). The rules depend only on counts and on the order of the ids, not on |V|: a
-component relabelled by an increasing map gets the same lists. Over hashed tables the touched
-set is also a bitmap (|V|/8 bytes a worker) that the sweeps walk.
+updates). Sweeps run on graphs of at most ``DENSE`` nodes (direct-mapped tables: a sweep is a
+plain loop over ids); larger graphs keep FIFO (sweeps over hashed tables cost more than they
+saved: 1.45x more CPU per target on kronecker:17:8 at eps 1e-5). The rules depend on counts,
+the order of the ids and |V| <= DENSE only: a component relabelled by an increasing map within
+that bound gets the same lists.
 
 Execution model: a call handles B targets; ``prange`` runs ``nw`` workers, worker ``w`` takes
 targets ``w, w+nw, ...`` with its own scratch (hash tables of ``_hash_table_kernels``, grown
@@ -22,55 +24,27 @@ between pushes). Pushes draw nothing: the lists are deterministic.
 import numba as nb
 import numpy as np
 
-from scalegnn.shadow._hash_table_kernels import _clear, _fits, _new_table, _regrow, _slot
+from scalegnn.shadow._hash_table_kernels import DENSE, _clear, _fits, _new_table, _regrow, _slot
 
 _JIT = {"nogil": True, "cache": True}
 SWEEP_MIN = 1024      # sweeps only once this many nodes are touched ...
 SWEEP_FRAC = 8        # ... and more than 1/SWEEP_FRAC of them are queued;
 SWEEP_TAIL = 256      # back to FIFO after a sweep that pushed fewer nodes than this
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_CTZ = np.zeros(64, dtype=np.int64)    # trailing zeros of 2^i, by de Bruijn index
-for _i in range(64):
-    _CTZ[((1 << _i) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _i
-
-
-@nb.njit(inline="always", **_JIT)
-def _mark(bits, v):
-    bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
-
-
-@nb.njit(inline="always", **_JIT)
-def _next_touched(bits, u, hi):
-    """Smallest touched id >= u (bitmap ``bits``), or -1 past ``hi``."""
-    if u > hi:
-        return -1
-    w = u >> 6
-    word = bits[w] & (np.uint64(0xFFFFFFFFFFFFFFFF) << np.uint64(u & 63))
-    last = hi >> 6
-    while word == 0:
-        w += 1
-        if w > last:
-            return -1
-        word = bits[w]
-    low = word & (~word + np.uint64(1))
-    return w * 64 + _CTZ[np.int64((low * _DEBRUIJN) >> np.uint64(58))]
-
-
 @nb.njit(**_JIT)
 def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q, qh, qn,
-              bits, lo, hi):
+              sweep):
     """Run FIFO pushes until the queue (ring q[qh:qh+qn], node ids) is empty, until the sweep
-    rule holds (qn > 0 on return) or until the next push might overfill a hashed table:
-    returns (cnt, qh, qn, needed capacity or 0, lo, hi); [lo, hi] spans the touched ids."""
+    rule holds (with ``sweep``; qn > 0 on return) or until the next push might overfill a
+    hashed table: returns (cnt, qh, qn, needed capacity or 0)."""
     ring = q.shape[0]
     while qn > 0:
-        if cnt >= SWEEP_MIN and qn * SWEEP_FRAC > cnt:
-            return cnt, qh, qn, 0, lo, hi
+        if sweep and cnt >= SWEEP_MIN and qn * SWEEP_FRAC > cnt:
+            return cnt, qh, qn, 0
         u = q[qh]
         a = indptr[u]
         b = indptr[u + 1]
         if not _fits(keys, shift, cnt + b - a):
-            return cnt, qh, qn, cnt + b - a, lo, hi
+            return cnt, qh, qn, cnt + b - a
         qh = qh + 1 if qh + 1 < ring else 0
         qn -= 1
         s = _slot(keys, u, shift)
@@ -91,68 +65,22 @@ def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q,
                 inq[s] = False
                 tl[cnt] = v
                 cnt += 1
-                if shift >= 0:
-                    _mark(bits, v)
-                lo = min(lo, v)
-                hi = max(hi, v)
             rv[s] += share
             if not inq[s] and rv[s] > eps * (indptr[v + 1] - indptr[v]):
                 inq[s] = True
                 j = qh + qn
                 q[j if j < ring else j - ring] = v
                 qn += 1
-    return cnt, qh, qn, 0, lo, hi
-
-
-@nb.njit(**_JIT)
-def _sweeps(indptr, indices, alpha, eps, keys, shift, pv, rv, tl, cnt, bits, lo, hi, u,
-            pushed):
-    """Sweeps over the touched ids from ``u`` on (module docstring) until one pushes nothing
-    (needed 0, pushed 0) or fewer than SWEEP_TAIL nodes (needed 0), or until the next push
-    might overfill a hashed table: returns (cnt, lo, hi, the id to resume from, pushes in
-    this sweep, needed capacity or 0)."""
-    while True:
-        u = _next_touched(bits, u, hi)
-        if u < 0:
-            if pushed < SWEEP_TAIL:
-                return cnt, lo, hi, u, pushed, 0
-            pushed = 0
-            u = lo
-            continue
-        a = indptr[u]
-        b = indptr[u + 1]
-        s = _slot(keys, u, shift)
-        ru = rv[s]
-        if ru > eps * (b - a):
-            if not _fits(keys, shift, cnt + b - a):
-                return cnt, lo, hi, u, pushed, cnt + b - a
-            pushed += 1
-            rv[s] = 0.0
-            pv[s] += alpha * ru
-            if b > a:
-                share = (1.0 - alpha) * ru / (b - a)
-                for e in range(a, b):
-                    v = indices[e]
-                    s = _slot(keys, v, shift)
-                    if keys[s] != v:
-                        keys[s] = v
-                        pv[s] = 0.0
-                        rv[s] = 0.0
-                        tl[cnt] = v
-                        cnt += 1
-                        _mark(bits, v)
-                        lo = min(lo, v)
-                        hi = max(hi, v)
-                    rv[s] += share
-        u += 1
+    return cnt, qh, qn, 0
 
 
 @nb.njit(**_JIT)
 def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, pushed):
-    """:func:`_sweeps` on a direct-mapped table whose untouched slots hold p = r = 0: every
-    id is visited (untouched ones have r = 0 and are not pushed: the same pushes), with no
-    per-neighbour bookkeeping (plain loops over ids: 1.5x faster than tracking the touched
-    range). Returns the pushes of the last sweep."""
+    """Sweeps (module docstring) from id ``u`` on, ``pushed`` pushes so far in this sweep,
+    over a direct-mapped table whose untouched slots hold p = r = 0: every id is visited
+    (untouched ones have r = 0 and are not pushed), with no per-neighbour bookkeeping (plain
+    loops over ids: 1.5x faster than tracking the touched range). Returns the pushes of the
+    last sweep (< SWEEP_TAIL)."""
     n = indptr.shape[0] - 1
     while True:
         for x in range(u, n):
@@ -174,29 +102,18 @@ def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, pushed):
 
 
 @nb.njit(**_JIT)
-def _requeue(indptr, eps, keys, shift, rv, inq, tl, cnt, bits, lo, hi, q):
-    """After the sweeps: queue the touched nodes with r(u) > eps*deg(u) in id order (the
-    order a sweep would visit them) for the FIFO tail; returns the queue length."""
-    for j in range(cnt):
-        inq[_slot(keys, tl[j], shift)] = False
+def _requeue(indptr, eps, keys, rv, inq, q):
+    """After the sweeps (direct-mapped table): queue the touched nodes with r(u) >
+    eps*deg(u) in id order (the order a sweep would visit them) for the FIFO tail; returns
+    the queue length."""
     qn = 0
-    u = -1
-    while True:
-        if shift < 0:
-            u += 1
-            while u < keys.shape[0] and keys[u] != u:
-                u += 1
-            if u == keys.shape[0]:
-                return qn
-        else:
-            u = _next_touched(bits, u + 1, hi)
-            if u < 0:
-                return qn
-        s = _slot(keys, u, shift)
-        if rv[s] > eps * (indptr[u + 1] - indptr[u]):
-            inq[s] = True
-            q[qn] = u
-            qn += 1
+    for u in range(keys.shape[0]):
+        if keys[u] == u:
+            inq[u] = rv[u] > eps * (indptr[u + 1] - indptr[u])
+            if inq[u]:
+                q[qn] = u
+                qn += 1
+    return qn
 
 
 @nb.njit(**_JIT)
@@ -284,7 +201,7 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
     inq = np.empty(cap, dtype=np.bool_)
     tl = np.empty(cap, dtype=np.int64)        # touched node ids, insertion order
     q = np.empty(cap, dtype=np.int64)         # FIFO ring of node ids
-    bits = np.zeros((n + 63) // 64 if shift >= 0 else 1, dtype=np.uint64)  # hashed: touched
+    sweep = n <= DENSE                        # direct-mapped from the start: sweeps allowed
     hs = np.empty(max(k - 1, 1), dtype=np.float64)
     hv = np.empty(max(k - 1, 1), dtype=np.int64)
     for i in range(w, targets.shape[0], nw):
@@ -296,38 +213,21 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
         inq[s] = True
         tl[0] = t
         cnt = 1
-        if shift >= 0:
-            _mark(bits, t)
-        lo = hi = t
         q[0] = t
         qh = 0
         qn = 1
-        sweeping = False
-        u = 0
-        pushed = 0
         while True:
-            need = 0
-            if sweeping and shift < 0:
-                pushed = _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, pushed)
+            cnt, qh, qn, need = _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq,
+                                          tl, cnt, q, qh, qn, sweep)
+            if need == 0 and qn > 0:        # the sweep rule held (direct-mapped table)
+                pushed = _sweeps_direct(indptr, indices, alpha, eps, pv, rv, 0, 0)
                 cnt = _relist(keys, pv, rv, tl, cnt, n)
-            elif sweeping:
-                cnt, lo, hi, u, pushed, need = _sweeps(indptr, indices, alpha, eps, keys, shift,
-                                                       pv, rv, tl, cnt, bits, lo, hi, u, pushed)
-            else:
-                cnt, qh, qn, need, lo, hi = _push_all(indptr, indices, alpha, eps, keys, shift,
-                                                      pv, rv, inq, tl, cnt, q, qh, qn, bits,
-                                                      lo, hi)
-                if need == 0 and qn > 0:    # the sweep rule: from the lowest touched id
-                    sweeping, u, pushed = True, 0 if shift < 0 else lo, 0
-                    continue
-                if need == 0:
-                    break
-            if sweeping and need == 0:
                 if pushed == 0:
                     break
-                qn, qh, sweeping = _requeue(indptr, eps, keys, shift, rv, inq, tl, cnt, bits,
-                                            lo, hi, q), 0, False
+                qn, qh = _requeue(indptr, eps, keys, rv, inq, q), 0
                 continue
+            if need == 0:
+                break
             nk, nsh, tl, moved = _regrow(keys, shift, tl, cnt, need, n)
             npv = np.zeros(nk.shape[0], dtype=np.float64)
             nrv = np.zeros(nk.shape[0], dtype=np.float64)
@@ -347,10 +247,7 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
         out_nodes[i, 1:m + 1] = hv[:m]
         out_scores[i, 1:m + 1] = hs[:m]
         out_cnt[i] = m + 1
-        if shift >= 0:
-            for j in range(cnt):
-                bits[tl[j] >> 6] = 0
-        else:
+        if shift < 0:
             for j in range(cnt):
                 pv[tl[j]] = 0.0
                 rv[tl[j]] = 0.0

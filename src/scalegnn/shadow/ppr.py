@@ -3,8 +3,9 @@ personalized PageRank from it (contract and block assembly in :mod:`scalegnn.sha
 
 * :class:`PPRExtractor` ``(graph, alpha=0.15, eps=1e-6, k=200, threshold=0.0, cache_dir=None)``:
   push-based approximate personalized PageRank from t (alpha = teleport probability; push u
-  while r(u) > eps·deg(u); FIFO, then sweeps in id order once a target's pushes spread: see
-  ``_ppr_kernels``); score = p + alpha·r (the residual's own share, still a lower bound);
+  while r(u) > eps·deg(u); FIFO, then on graphs up to 2^16 nodes sweeps in id order once a
+  target's pushes spread: see ``_ppr_kernels``); score = p + alpha·r (the residual's own
+  share, still a lower bound);
   S = t plus the k-1 best other nodes by (score desc, id asc), and with threshold > 0 only
   those with score >= threshold · (best non-target score). On a symmetric graph
   0 <= p_exact(v) - score(v) <= eps·deg(v) (see ``reference.ppr_exact``). The lists are
