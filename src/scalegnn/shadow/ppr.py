@@ -31,6 +31,7 @@ from scalegnn.shadow._ppr_kernels import ppr_topk
 from scalegnn.shadow.extract import _cumsum0, _Extractor, _int, _ranges, _real, graph_key
 
 _PPR_ENTRIES = 1 << 22      # PPR: targets per kernel call = this // k
+_LISTS_VERSION = 2          # in the cache key: 2 = sweeps and p + alpha*r scores (1: FIFO, p)
 
 
 class PPRExtractor(_Extractor):
@@ -56,7 +57,8 @@ class PPRExtractor(_Extractor):
         self.cache_path = None
         self.cache_hit = False
         if cache_dir is not None:
-            params = repr((self.alpha, self.eps, self.k, self.threshold)).encode()
+            params = repr((self.alpha, self.eps, self.k, self.threshold,
+                           _LISTS_VERSION)).encode()
             pkey = hashlib.blake2b(params, digest_size=6).hexdigest()
             self._key = f"{graph_key(self.graph)}-{pkey}"
             self.cache_path = Path(cache_dir) / f"ppr-{self._key}.npz"
