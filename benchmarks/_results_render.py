@@ -334,13 +334,15 @@ def headline(sections: dict) -> str:
                           f"nodes; peak RSS / data at 2^{last['scale']}"),
                          f"{scale['iteration_ratio']:.3f}x; {last['ratio']:.2f}x",
                          f"`{scale['command']}` ({_when(scale)})"])
-    ref = _find(sections, "sampling", "reference:graphsaint")
-    if ref:
-        med = ref["summary"]["median_ratio"]
-        rows.append(["sampler CPU per subgraph, GraphSAINT's C++ reference / scalegnn, "
-                     "rw / edge / node / frontier (target >= 5)",
-                     " / ".join(f"{med[s]:.1f}x" for s in sampling.SAMPLERS if s in med),
-                     f"`{ref['command']}` ({_when(ref)}, load {ref['load_avg'][0]})"])
+    for label in ("quiet", "busy"):
+        ref = _find(sections, "sampling", f"reference:graphsaint:{label}")
+        if ref:
+            med = ref["summary"]["median_ratio"]
+            lo, hi = ref["summary"]["load_avg_1min_range"]
+            rows.append([f"sampler CPU per subgraph, GraphSAINT's C++ reference / scalegnn, "
+                         f"rw / edge / node / frontier, {label} machine (target >= 5)",
+                         " / ".join(f"{med[s]:.1f}x" for s in sampling.SAMPLERS if s in med),
+                         f"`{ref['command']}` ({_when(ref)}, load {lo}-{hi})"])
     kron = _find(sections, "distributed", "shaped:kronecker_17_16")
     if kron:
         rows.append(["distributed epoch, boundary kept with p = 0.1 vs 1 (4 ranks, 1 Gbit/s)",

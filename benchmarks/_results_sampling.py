@@ -4,8 +4,9 @@ C++/OpenMP sampler (``benchmarks/reference_samplers.py``).
 
 ``run`` stores one ``roofline`` record per (sampler, threads) from ``bench sample`` and, when
 ``--ref DIR`` (the built GraphSAINT reference, see reference_samplers.py) is given, one
-``reference`` record with every round of the side-by-side run (``--args "--ref /tmp/ref/GraphSAINT
---rounds 3"``). ``render`` writes both tables from the records.
+``reference`` record with every round of the side-by-side run, under ``--label`` (``quiet``
+by default; e.g. ``busy`` for a run beside other load: ``--args "--ref /tmp/ref/GraphSAINT
+--rounds 5 --label busy"``). ``render`` writes the tables from the records.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ REF_INTRO = (
 
 
 def run(extra: list[str]) -> list[dict]:
-    o = _options(extra, graph="kronecker:17:8", threads="2", ref="", rounds="3")
+    o = _options(extra, graph="kronecker:17:8", threads="2", ref="", rounds="5", label="quiet")
     lines, meta = run_command(scalegnn("bench", "sample", "--graph", o.graph, "--threads",
                                        o.threads, "--coverage", "0", "--count", "32",
                                        "--repeats", "3"))
@@ -51,8 +52,9 @@ def run(extra: list[str]) -> list[dict]:
                                          "--threads", o.threads))
         rounds = [r for r in lines if not r.get("summary")]
         summary = next(r for r in lines if r.get("summary"))
-        recs.append(_meta(meta, id="reference:graphsaint", group="reference", kind="reference",
-                          rounds=rounds, summary=summary, graph=o.graph))
+        recs.append(_meta(meta, id=f"reference:graphsaint:{o.label}", group=f"reference:{o.label}",
+                          kind="reference", label=o.label, rounds=rounds, summary=summary,
+                          graph=o.graph))
     return recs
 
 
@@ -81,9 +83,13 @@ def render(sec: dict, fmt) -> str:
                               "/ bound", "/ minimum"], rows))
         out.append(f"`{roof[0]['command']}` ({roof[0]['date']}, load average "
                    f"{roof[0]['load_avg'][0]}-{roof[0]['load_avg'][1]}).")
-    ref = next((r for r in sec["records"] if r.get("kind") == "reference"), None)
-    if ref:
+    refs = [r for r in sec["records"] if r.get("kind") == "reference"]
+    if refs:
         out.append(REF_INTRO)
+    for ref in sorted(refs, key=lambda r: r.get("label", "")):
+        lo, hi = ref["summary"]["load_avg_1min_range"]
+        out.append(f"**{ref.get('label', 'quiet').capitalize()} machine** (load average "
+                   f"{lo}-{hi}):")
         rows = []
         for s in SAMPLERS:
             rs = [r for r in ref["rounds"] if r["sampler"] == s]
@@ -95,6 +101,5 @@ def render(sec: dict, fmt) -> str:
                          f"**{ref['summary']['median_ratio'][s]:.2f}**"])
         out.append(fmt.table(["sampler", "reference ms", "scalegnn ms", "ratio per round",
                               "median ratio"], rows))
-        lo, hi = ref["summary"]["load_avg_1min_range"]
-        out.append(f"`{ref['command']}` ({ref['date']}, load average {lo}-{hi}).")
+        out.append(f"`{ref['command']}` ({ref['date']}).")
     return "\n\n".join(out)
