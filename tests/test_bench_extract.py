@@ -5,6 +5,8 @@ import numpy as np
 from bench_helpers import assert_cost, lines
 from scalegnn.bench.extract import draw_targets
 from scalegnn.cli import main
+from scalegnn.graph import Graph
+from scalegnn.shadow.ppr import PPRExtractor
 
 ARGS = ["bench", "extract", "--data", "kronecker:8:4", "--batch", "16"]
 
@@ -23,6 +25,21 @@ def test_bench_extract_json_lines(capsys):
             assert r["threads"][th]["targets_timed"] == 80
             assert r["threads"][th]["load_avg_1min"] == r["threads"][th]["load_avg"][0]
     assert recs[0]["precompute_cpu_s"] >= 0
+    work, roof = recs[0]["precompute_work"], recs[0]["precompute_roofline"]
+    assert work["pushes"] >= 1 and work["touched"] >= 1                # the target, at least
+    assert work["neighbour_updates"] >= work["pushes"] - 1 and work["swept_ids"] >= 0
+    assert 0 < roof["min_bound_cpu_ms"] <= roof["bound_cpu_ms"] and roof["cpu_over_bound"] > 0
+
+
+def test_ppr_push_work_counts_by_hand():
+    """A path 0-1-2 from target 0, alpha 0.5, eps 0.2: pushes 0 (r 1 -> r1 = 0.5), then 1
+    (0.5 > 0.2*2: r0, r2 = 0.125 each), nothing else is above eps*deg: 2 pushes, 1 + 2
+    neighbour updates, 3 nodes touched."""
+    g = Graph.from_edges(np.array([0, 1]), np.array([1, 2]), 3)
+    ex = PPRExtractor(g, alpha=0.5, eps=0.2, k=3)
+    ex.precompute(np.array([0]))
+    assert ex.num_computed == 1
+    assert ex.push_work.tolist()[:2] == [2, 3] and ex.push_work[3] == 3
 
 
 def test_bench_extract_targets_are_distinct_and_capped(capsys):

@@ -10,7 +10,11 @@ average after each thread count (the box may be shared: compare thread counts on
 is below the core count); the record's own ``wall_s`` / ``cpu_s`` / ``cpu_per_target`` cover
 the passes of every thread count. Mean nodes and edges per target subgraph.
 PPR lists are computed once up front at the largest thread count; that precompute time is
-reported apart (``precompute_seconds``, ``precompute_cpu_s``) and excluded from targets/s.
+reported apart (``precompute_seconds``, ``precompute_cpu_s``, ``precompute_cpu_per_target``)
+and excluded from targets/s, with its roofline (``precompute_roofline``,
+:func:`scalegnn.bench.roofline.ppr_traffic`: the work the push kernel counted per target,
+``pushes``, ``neighbour_updates``, ``swept_ids``, ``touched``, and the CPU bound it gives at
+the rates ``ops.membw.read_probe`` measures on an array the size of the CSR).
 Defaults: ``ppr`` alpha 0.15, eps 1e-6, k 200; ``khop`` depth 2, budget 20.
 """
 
@@ -23,6 +27,7 @@ import time
 
 import numpy as np
 
+from scalegnn.bench import roofline
 from scalegnn.bench.measure import Clock, load_avg
 from scalegnn.bench.sample import _int_list
 from scalegnn.config.flags import REPEATS, SEED, count, name_flags
@@ -99,6 +104,15 @@ def run(args) -> int:
                 ex.precompute(targets)
             rec["precompute_seconds"] = round(ex.precompute_seconds, 3)
             rec["precompute_cpu_s"] = pre.cpu_s
+            if ex.num_computed:
+                per = ex.push_work / ex.num_computed
+                rec["precompute_cpu_per_target"] = pre.cpu_s / ex.num_computed
+                rec["precompute_work"] = dict(zip(("pushes", "neighbour_updates", "swept_ids",
+                                                   "touched"), np.round(per, 1).tolist()))
+                probe = roofline.probe_for(graph.indptr.nbytes + graph.indices.nbytes,
+                                           max(threads))
+                rec["precompute_roofline"] = roofline.bound(roofline.ppr_traffic(*per), probe,
+                                                            pre.cpu_s / ex.num_computed)
             rec["precompute_threads"] = max(threads)
             rec["precompute_cache_hit"] = ex.cache_hit and ex.num_computed == 0
         else:

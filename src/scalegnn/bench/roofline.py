@@ -1,4 +1,4 @@
-"""Where a sampler's time goes, against a roofline (issue 25 item 1).
+"""Where a sampler's (or a PPR push's) time goes, against a roofline (issue 25 item 1).
 
 A subgraph's work is memory access, so its CPU time has a lower bound: the bytes it streams
 at the machine's streaming read rate plus the cache lines it fetches at random at the random
@@ -67,6 +67,19 @@ def sampler_traffic(name: str, budget: dict, nodes: float, scanned: float, induc
         "min_random_lines": lines + 2 * k,
         "state_bytes": num_nodes // 8 + 4 * num_nodes,
     }
+
+
+def ppr_traffic(pushes: float, updates: float, swept: float, touched: float) -> dict:
+    """Bytes and random lines of one target's PPR push (means over the targets; the kernel
+    counts them, ``PPRExtractor.push_work``): every push reads its row bounds and its row's
+    first line at random and streams the row (4 bytes per neighbour); every neighbour update
+    adds to a residual in the per-thread tables (one line, at random); a sweep streams the row
+    bounds and residuals of every id it visits (16 bytes each). The minimum: the CSR part
+    alone (row bounds, rows). ``state_bytes``: the touched nodes' table entries (id, p, r,
+    queue flag, touched list: 33 bytes each)."""
+    p, u, sw, t = float(pushes), float(updates), float(swept), float(touched)
+    return {"stream_bytes": 4 * u + 16 * sw, "random_lines": 2 * p + u,
+            "min_stream_bytes": 4 * u, "min_random_lines": 2 * p, "state_bytes": 33 * t}
 
 
 def probe_for(nbytes: int, threads: int) -> dict:

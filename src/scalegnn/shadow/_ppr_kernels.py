@@ -32,10 +32,11 @@ SWEEP_FRAC = 8        # ... and more than 1/SWEEP_FRAC of them are queued;
 SWEEP_TAIL = 256      # back to FIFO after a sweep that pushed fewer nodes than this
 @nb.njit(**_JIT)
 def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q, qh, qn,
-              sweep):
+              sweep, stats):
     """Run FIFO pushes until the queue (ring q[qh:qh+qn], node ids) is empty, until the sweep
     rule holds (with ``sweep``; qn > 0 on return) or until the next push might overfill a
-    hashed table: returns (cnt, qh, qn, needed capacity or 0)."""
+    hashed table: returns (cnt, qh, qn, needed capacity or 0). Counts pushes and neighbour
+    updates into stats[0], stats[1]."""
     ring = q.shape[0]
     while qn > 0:
         if sweep and cnt >= SWEEP_MIN and qn * SWEEP_FRAC > cnt:
@@ -52,6 +53,8 @@ def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q,
         ru = rv[s]
         rv[s] = 0.0
         pv[s] += alpha * ru
+        stats[0] += 1
+        stats[1] += b - a
         if b == a:
             continue
         share = (1.0 - alpha) * ru / (b - a)
@@ -75,20 +78,24 @@ def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q,
 
 
 @nb.njit(**_JIT)
-def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, pushed):
+def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, pushed, stats):
     """Sweeps (module docstring) from id ``u`` on, ``pushed`` pushes so far in this sweep,
     over a direct-mapped table whose untouched slots hold p = r = 0: every id is visited
     (untouched ones have r = 0 and are not pushed), with no per-neighbour bookkeeping (plain
     loops over ids: 1.5x faster than tracking the touched range). Returns the pushes of the
-    last sweep (< SWEEP_TAIL)."""
+    last sweep (< SWEEP_TAIL). Counts pushes, neighbour updates and ids visited into
+    stats[0], stats[1], stats[2]."""
     n = indptr.shape[0] - 1
     while True:
+        stats[2] += n - u
         for x in range(u, n):
             a = indptr[x]
             b = indptr[x + 1]
             ru = rv[x]
             if ru > eps * (b - a):
                 pushed += 1
+                stats[0] += 1
+                stats[1] += b - a
                 rv[x] = 0.0
                 pv[x] += alpha * ru
                 if b > a:
@@ -192,7 +199,7 @@ def _select(keys, shift, pv, rv, alpha, tl, cnt, k, threshold, hs, hv):
 
 @nb.njit(**_JIT)
 def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
-                out_cnt, w, nw):
+                out_cnt, work, w, nw):
     n = indptr.shape[0] - 1
     keys, shift = _new_table(64, n)
     cap = keys.shape[0]
@@ -204,7 +211,9 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
     sweep = n <= DENSE                        # direct-mapped from the start: sweeps allowed
     hs = np.empty(max(k - 1, 1), dtype=np.float64)
     hv = np.empty(max(k - 1, 1), dtype=np.int64)
+    stats = np.zeros(3, dtype=np.int64)
     for i in range(w, targets.shape[0], nw):
+        stats[:] = 0
         t = targets[i]
         s = _slot(keys, t, shift)
         keys[s] = t
@@ -218,9 +227,9 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
         qn = 1
         while True:
             cnt, qh, qn, need = _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq,
-                                          tl, cnt, q, qh, qn, sweep)
+                                          tl, cnt, q, qh, qn, sweep, stats)
             if need == 0 and qn > 0:        # the sweep rule held (direct-mapped table)
-                pushed = _sweeps_direct(indptr, indices, alpha, eps, pv, rv, 0, 0)
+                pushed = _sweeps_direct(indptr, indices, alpha, eps, pv, rv, 0, 0, stats)
                 cnt = _relist(keys, pv, rv, tl, cnt, n)
                 if pushed == 0:
                     break
@@ -247,6 +256,10 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
         out_nodes[i, 1:m + 1] = hv[:m]
         out_scores[i, 1:m + 1] = hs[:m]
         out_cnt[i] = m + 1
+        work[i, 0] = stats[0]
+        work[i, 1] = stats[1]
+        work[i, 2] = stats[2]
+        work[i, 3] = cnt
         if shift < 0:
             for j in range(cnt):
                 pv[tl[j]] = 0.0
@@ -256,13 +269,15 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
 
 @nb.njit(parallel=True, **_JIT)
 def ppr_topk(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
-             out_cnt, nw):
+             out_cnt, work, nw):
     """Approximate PPR of each target by the push algorithm (Andersen-Chung-Lang; push order
     in the module docstring): r = e_t, p = 0; while some u has r(u) > eps*deg(u): p(u) +=
     alpha*r(u), each neighbour v gets r(v) += (1-alpha)*r(u)/deg(u), r(u) = 0 (the target is
     pushed first in any case). Score = p + alpha*r. Row i of out_nodes/out_scores: the target,
     then the k-1 best other nodes with score > 0 by (score desc, id asc), cut to score >=
-    threshold * (best non-target score) when threshold > 0; out_cnt[i] entries are used."""
+    threshold * (best non-target score) when threshold > 0; out_cnt[i] entries are used.
+    work[i] = (pushes, neighbour updates, ids visited by sweeps, nodes touched): the work the
+    target cost, for ``bench extract``'s roofline."""
     for w in nb.prange(nw):
         _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
-                    out_cnt, w, nw)
+                    out_cnt, work, w, nw)

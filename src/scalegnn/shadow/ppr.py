@@ -51,6 +51,8 @@ class PPRExtractor(_Extractor):
         self.threshold = _real("threshold", threshold, 0.0, 1.0, False, False)
         self.precompute_seconds = 0.0
         self.num_computed = 0        # lists computed by this object (not read from disk)
+        # over those lists: pushes, neighbour updates, ids visited by sweeps, nodes touched
+        self.push_work = np.zeros(4, dtype=np.int64)
         self._dtype = self.graph.indices.dtype
         self._chunks: list[tuple] = []
         self._lock = threading.Lock()
@@ -157,8 +159,10 @@ class PPRExtractor(_Extractor):
             out_n = np.empty((part.size, k), dtype=np.int64)
             out_s = np.empty((part.size, k), dtype=np.float64)
             cnt = np.empty(part.size, dtype=np.int64)
+            work = np.empty((part.size, 4), dtype=np.int64)
             ppr_topk(g.indptr, g.indices, part, self.alpha, self.eps, k, self.threshold,
-                     out_n, out_s, cnt, self._workers(part.size))
+                     out_n, out_s, cnt, work, self._workers(part.size))
+            self.push_work += work.sum(axis=0)
             keep = np.arange(k) < cnt[:, None]
             nodes.append(out_n[keep].astype(self._dtype))
             scores.append(out_s[keep].astype(np.float32))
