@@ -6,14 +6,17 @@ C++/OpenMP sampler (``benchmarks/reference_samplers.py``).
 ``--ref DIR`` (the built GraphSAINT reference, see reference_samplers.py) is given, one
 ``reference`` record with every round of the side-by-side run, under ``--label`` (``quiet``
 by default; e.g. ``busy`` for a run beside other load: ``--args "--ref /tmp/ref/GraphSAINT
---rounds 5 --label busy"``). ``render`` writes the tables from the records.
+--rounds 5 --label busy"``). ``--ppr`` adds the shaDow PPR precompute's roofline
+(``bench extract`` on facebook at eps 1e-6, k 32) and, with ``--shadow-ref DIR`` (the built
+shaDow-GNN reference, see reference_shadow.py), its CPU per target beside the reference's.
+``render`` writes the tables from the records.
 """
 
 from __future__ import annotations
 
 import statistics
 
-from _results_run import _meta, _options, python, run_command, scalegnn
+from _results_run import DATA, _meta, _options, python, run_command, scalegnn
 
 SAMPLERS = ("rw", "edge", "node", "mrw")
 ROOF_INTRO = (
@@ -26,6 +29,16 @@ ROOF_INTRO = (
     "`ops.membw.read_probe` measures on an array the size of the CSR with the same thread "
     "count (per CPU second); *minimum*: the values of the kept entries only, the bytes any "
     "induced-subgraph builder must move.")
+PPR_INTRO = (
+    "**shaDow PPR precompute** (facebook, 2,048 distinct targets, alpha 0.15, eps 1e-6, top-32, "
+    "2 threads): the work the push kernel counted per target and the CPU bound it gives "
+    "(`scalegnn.bench.roofline.ppr_traffic`: rows streamed, row bounds and residual updates "
+    "as random lines, sweeps streaming the row bounds and residuals of every id they visit; "
+    "*CSR-only*: the rows and row bounds alone).")
+PPR_REF_INTRO = (
+    "PPR precompute and per-target extraction, CPU per target, scalegnn against shaDow-GNN's "
+    "reference C++ (`para_samplers`, built from its public source; `benchmarks/reference_"
+    "shadow.py`), interleaved rounds, 2 threads (targets >= 10x and >= 4x).")
 REF_INTRO = (
     "CPU per subgraph of the same budgets and sizes (within 1%), scalegnn against GraphSAINT's "
     "reference C++/OpenMP sampler (`graphsaint/cython_sampler.pyx`, built from its public "
@@ -35,11 +48,17 @@ REF_INTRO = (
 
 
 def run(extra: list[str]) -> list[dict]:
-    o = _options(extra, graph="kronecker:17:8", threads="2", ref="", rounds="5", label="quiet")
+    o = _options(extra, graph="kronecker:17:8", threads="2", ref="", rounds="5", label="quiet",
+                 ppr=False, shadow_ref="", ppr_only=False)
+    if o.ppr or o.ppr_only:
+        recs = _run_ppr(o)
+        if o.ppr_only:
+            return recs
+    else:
+        recs = []
     lines, meta = run_command(scalegnn("bench", "sample", "--graph", o.graph, "--threads",
                                        o.threads, "--coverage", "0", "--count", "32",
                                        "--repeats", "3"))
-    recs = []
     for r in lines:
         recs.append(_meta(meta, id=f"roofline:{r['sampler']}:{r['threads']}",
                           group="roofline", kind="roofline", sampler=r["sampler"],
@@ -56,6 +75,62 @@ def run(extra: list[str]) -> list[dict]:
                           kind="reference", label=o.label, rounds=rounds, summary=summary,
                           graph=o.graph))
     return recs
+
+
+def _run_ppr(o) -> list[dict]:
+    lines, meta = run_command(scalegnn("bench", "extract", "--data", f"{DATA}/facebook",
+                                       "--extractors", "ppr", "--threads", o.threads,
+                                       "--targets", "2048", "--repeats", "1",
+                                       "--param", "ppr.k=32"))
+    r = lines[0]
+    recs = [_meta(meta, id="ppr:roofline", group="ppr:roofline", kind="ppr_roofline",
+                  cpu_ms=1e3 * r["precompute_cpu_per_target"], work=r["precompute_work"],
+                  roofline=r["precompute_roofline"], targets=r["targets"])]
+    if o.shadow_ref:
+        lines, meta = run_command(python("benchmarks/reference_shadow.py", "--ref",
+                                         o.shadow_ref, "--data", "facebook", "--eps", "1e-6",
+                                         "--k", "32", "--rounds", "3", "--threads", o.threads))
+        recs.append(_meta(meta, id="ppr:reference", group="ppr:reference", kind="ppr_reference",
+                          rounds=[r for r in lines if not r.get("summary")],
+                          summary=next(r for r in lines if r.get("summary"))))
+    return recs
+
+
+def _render_ppr(sec: dict, fmt) -> list[str]:
+    out = []
+    roof = next((r for r in sec["records"] if r.get("kind") == "ppr_roofline"), None)
+    if roof:
+        f, w = roof["roofline"], roof["work"]
+        out.append(PPR_INTRO)
+        out.append(fmt.table(
+            ["pushes", "neighbour updates", "swept ids", "touched", "streamed MB",
+             "random lines", "bound ms", "CSR-only ms", "measured ms", "/ bound"],
+            [[f"{w['pushes']:,.0f}", f"{w['neighbour_updates']:,.0f}", f"{w['swept_ids']:,.0f}",
+              f"{w['touched']:,.0f}", f"{f['stream_MB']:.1f}", f"{f['random_lines']:,}",
+              _ms(f["bound_cpu_ms"]), _ms(f["min_bound_cpu_ms"]), _ms(roof["cpu_ms"]),
+              f"{f['cpu_over_bound']:.1f}x"]]))
+        out.append(f"`{roof['command']}` ({roof['date']}, load average "
+                   f"{roof['load_avg'][0]}-{roof['load_avg'][1]}).")
+    ref = next((r for r in sec["records"] if r.get("kind") == "ppr_reference"), None)
+    if ref:
+        sm = ref["summary"]
+        out.append(PPR_REF_INTRO)
+        rows = [[str(r["round"]) if "round" in r else str(i),
+                 _ms(1e3 * r["ref_ppr_cpu_per_target"]), _ms(1e3 * r["ours_ppr_cpu_per_target"]),
+                 f"{r['ppr_cpu_ratio']:.1f}x", f"{1e6 * r['ref_extract_cpu_per_target']:.1f}",
+                 f"{1e6 * r['ours_extract_cpu_per_target']:.1f}",
+                 f"{r['extract_cpu_ratio']:.2f}x"] for i, r in enumerate(ref["rounds"])]
+        out.append(fmt.table(["round", "reference PPR ms", "scalegnn PPR ms", "PPR ratio",
+                              "reference extract µs", "scalegnn extract µs", "extract ratio"],
+                             rows))
+        out.append(f"Top-{sm['k']} scope overlap: scalegnn / reference {sm['overlap_ours_ref']:.3f}; "
+                   f"against a float64 power iteration ({sm['exact_targets']} targets): "
+                   f"scalegnn {sm['overlap_ours_exact']:.4f}, reference "
+                   f"{sm['overlap_ref_exact']:.4f} (the reference's lazy push ranks like "
+                   f"standard PPR at 2α/(1+α): {sm['overlap_ref_exact_lazy']:.4f} there). "
+                   f"`{ref['command']}` ({ref['date']}, load average {ref['load_avg'][0]}-"
+                   f"{ref['load_avg'][1]}).")
+    return out
 
 
 def _ms(x: float) -> str:
@@ -102,4 +177,4 @@ def render(sec: dict, fmt) -> str:
         out.append(fmt.table(["sampler", "reference ms", "scalegnn ms", "ratio per round",
                               "median ratio"], rows))
         out.append(f"`{ref['command']}` ({ref['date']}).")
-    return "\n\n".join(out)
+    return "\n\n".join(out + _render_ppr(sec, fmt))

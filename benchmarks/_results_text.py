@@ -30,7 +30,7 @@ TITLES = {
     "modes": "Distributed training modes under a shaped link",
     "compare": "Method comparison (scalegnn compare)",
     "shadow_default": "shaDow-GNN's default config against GraphSAINT's default",
-    "sampling": "Sampler roofline and the reference sampler",
+    "sampling": "Samplers and PPR: roofline and the reference implementations",
 }
 
 ACC_INTRO = ("Test metric, mean over the seeds; transductive setting, shipped configs "
