@@ -23,8 +23,8 @@ degrees of its nodes), M induced edges and the sampler's draws (``sample_lines``
 * the minimum any induced-subgraph builder must move (``min_*``): the sampling lines, the
   scan, the values of the kept entries only (4·M) and the outputs (16·M + 16·k).
 
-Per-worker state (the |V|-bit membership map and the |V| int32 local-id map, and the
-frontier's Dashboard) is reported as ``state_bytes``; its accesses stay in the private
+Per-worker state (the |V|-bit membership map, its rank table, the |V| int32 map the draws
+de-duplicate with, and the frontier's Dashboard) is reported as ``state_bytes``; its accesses stay in the private
 caches for graphs up to a few million nodes and are not counted. ``cpu_over_bound`` is the
 measured CPU per subgraph over ``bound_cpu_ms`` (implementation traffic);
 ``cpu_over_min_bound`` over the minimum.
