@@ -90,10 +90,11 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
     edge arrays; ``edge_off[i]`` / ``ne[i]`` record where subgraph i's edges went and how many.
     Rows are scanned in chunks of 16 entries, each checked first for room (17 slots: a chunk
     keeps at most 16 entries, plus one stray store); a worker out of room stops, sets
-    ``overflow[w]`` to the slots it had filled and leaves its scratch maps clean, so the
-    caller can grow the segment and run the group again. (Checking for a whole parent row
-    instead would ask a hub's degree in room: at 2^24 nodes a frontier subgraph scans ~25x
-    more entries than it keeps.) Nodes (``out_nodes[node_off[i]:]``) and row pointers (k + 1 entries at
+    ``overflow[w]`` to the slots it had filled + 1 (never 0) and leaves its scratch maps
+    clean, so the caller can grow the segment and run the group again. (Checking for a whole
+    parent row instead would ask a hub's degree in room: at 2^24 nodes a frontier subgraph
+    scans ~25x more entries than it keeps.) Nodes (``out_nodes[node_off[i]:]``) and row
+    pointers (k + 1 entries at
     ``out_indptr[node_off[i] + i:]``) have exact offsets, known from ``nv``.
 
     Each local row is the parent row of vs[j] filtered by membership (the |V|-bit map, which
@@ -182,7 +183,7 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                 ip[j + 1] = np.int64(p) - eo
             _mark_bits(vs, k, bt, np.uint64(0))
             if overflow[w]:
-                overflow[w] = np.int64(p) - seg_start[w]   # written so far: grow from there
+                overflow[w] = np.int64(p) - seg_start[w] + 1   # > 0: slots used, + 1
                 break
             edge_off[i] = eo
             ne[i] = ip[k]
