@@ -24,10 +24,10 @@ degrees of its nodes), M induced edges and the sampler's draws (``sample_lines``
   scan, the values of the kept entries only (4·M) and the outputs (16·M + 16·k).
 
 Per-worker state (the |V|-bit membership map, its rank table, the |V| int32 map the draws
-de-duplicate with, and the frontier's Dashboard) is reported as ``state_bytes``; its accesses stay in the private
-caches for graphs up to a few million nodes and are not counted. ``cpu_over_bound`` is the
-measured CPU per subgraph over ``bound_cpu_ms`` (implementation traffic);
-``cpu_over_min_bound`` over the minimum.
+de-duplicate with, and the frontier's Dashboard) is reported as ``state_bytes``; its accesses
+stay in the private caches for graphs up to a few million nodes and are not counted.
+``cpu_over_bound`` is the measured CPU per subgraph over ``bound_cpu_ms`` (implementation
+traffic); ``cpu_over_min_bound`` over the minimum.
 """
 
 from __future__ import annotations
@@ -36,10 +36,7 @@ import numpy as np
 
 from scalegnn.ops.membw import read_probe
 
-LINE = 64
-
-
-def sample_lines(name: str, budget: dict, dashboard_steps: int | None = None) -> int:
+def sample_lines(name: str, budget: dict) -> int:
     """Random cache lines the sampling phase (before induction) fetches per subgraph."""
     if name == "node":
         return 3 * int(budget["size_subgraph"])

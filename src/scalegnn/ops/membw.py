@@ -42,7 +42,6 @@ def triad_bandwidth(repeat: int = 5, nbytes: int | None = None, dtype=np.float64
             "median_ms": t * 1e3}
 
 
-
 @numba.njit(parallel=True, cache=True, nogil=True, boundscheck=False)
 def stream_read(a, parts):
     """Max of ``a`` read in ``parts`` contiguous chunks, one per thread (the streaming-read

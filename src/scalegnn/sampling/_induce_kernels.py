@@ -6,8 +6,7 @@ permutations and edge values, in one scan of the parent rows) and ``add_counts``
 C_e counts of SPEC §1.2).
 
 Per-worker scratch, as in ``_sample_kernels``: ``bits[w]`` a |V|-bit membership bitmap (0
-between uses) and ``mark[w]`` a |V|-long int32 map (-1 between uses); every kernel resets
-exactly the entries it touched.
+between uses; the fill clears exactly the words it set).
 """
 
 import numba as nb
@@ -78,8 +77,23 @@ def _local_id(bits32, rank, v):
     return rank[word] + np.int32(popcount32(bits32[word] & below))
 
 
+@nb.njit(inline="always", **_JIT)
+def _compress(indices, e0, bt32, rank, out_indices, out_eids, out_data, edge_values, su, p,
+              has_data, has_val):
+    """``_simd.compress_block`` with the values it writes picked at run time (its mode is a
+    compile-time literal)."""
+    if has_data and has_val:
+        return compress_block(indices, e0, bt32, rank, out_indices, out_eids, out_data,
+                              edge_values, su, p, 2)
+    if has_data:
+        return compress_block(indices, e0, bt32, rank, out_indices, out_eids, out_data,
+                              edge_values, su, p, 1)
+    return compress_block(indices, e0, bt32, rank, out_indices, out_eids, out_data,
+                          edge_values, su, p, 0)
+
+
 @nb.njit(parallel=True, **_JIT)
-def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, bits, mark,
+def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, bits,
                  edge_values, row_scale, inv_degree, out_nodes, out_indptr, out_indices,
                  out_eids, out_perm, out_data, edge_off, ne, overflow, vector):
     """Induced CSRs of a group of subgraphs, into flat arrays, in one scan of each sampled
@@ -114,7 +128,7 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
     entry (j, l) -> next free slot of row l. Parent edge ids and the permutation may be int32.
     """
     count = nv.shape[0]
-    nw = mark.shape[0]
+    nw = bits.shape[0]
     has_val = edge_values.shape[0] > 0
     has_scale = row_scale.shape[0] > 0
     has_data = out_data.shape[0] > 0
@@ -153,18 +167,9 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                         overflow[w] = 1
                         break
                     if vector and e0 + np.uint64(W) <= end:   # compressed (_simd)
-                        if has_data and has_val:
-                            p += np.uint64(compress_block(indices, e0, bt32, rank, out_indices,
-                                                          out_eids, out_data, edge_values,
-                                                          su, p, 2))
-                        elif has_data:
-                            p += np.uint64(compress_block(indices, e0, bt32, rank, out_indices,
-                                                          out_eids, out_data, edge_values,
-                                                          su, p, 1))
-                        else:
-                            p += np.uint64(compress_block(indices, e0, bt32, rank, out_indices,
-                                                          out_eids, out_data, edge_values,
-                                                          su, p, 0))
+                        p += np.uint64(_compress(indices, e0, bt32, rank, out_indices, out_eids,
+                                                 out_data, edge_values, su, p, has_data,
+                                                 has_val))
                         e0 += np.uint64(W)
                         continue
                     e1 = min(e0 + np.uint64(W), end)
@@ -172,7 +177,6 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                         v = np.uint32(indices[e])
                         hit = _member(bt, v)
                         out_indices[p] = _local_id(bt32, rank, v)   # junk on a miss
-
                         out_eids[p] = e
                         if has_data:
                             out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
@@ -189,7 +193,8 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
             ne[i] = ip[k]
             for j in range(k):
                 cursor[j] = ip[j]
-            if vector:   # 16 entries of a row at a time: distinct columns, no collisions
+            if vector and out_perm.itemsize == 4:   # 16 entries of a row at a time (int32
+                # cursors): a row's columns are distinct, so the lanes never collide
                 for j in range(k):
                     q1 = eo + ip[j + 1]
                     for q in range(eo + ip[j], q1, W):

@@ -228,7 +228,7 @@ class Sampler:
                                 else np.int64)
             out_data = np.empty(tot_e if with_data else 0, dtype=np.float32)
             fill_induced(self.graph.indptr, self.graph.indices, nodes_buf, nv, node_off,
-                         seg_start, seg_end, bits, mark, vals, scale, inv_degree, out_nodes,
+                         seg_start, seg_end, bits, vals, scale, inv_degree, out_nodes,
                          out_indptr, out_indices, out_eids, out_perm, out_data, edge_off, ne,
                          overflow, self.vector_fill)
             if not overflow.any():
