@@ -153,7 +153,7 @@ def _marked_worker(indptr, indices, offsets, nodes, bound, tmp, rowlen, w, nw):
     tmp[bound[i]:] block by block (misses stored and overwritten, as in :func:`_block`),
     rowlen[j] = their count. Hub rows (> 64x the block) binary-search the block instead."""
     n = indptr.shape[0] - 1
-    mark = np.full(n, -1, dtype=np.int64)
+    mark = np.full(n, -1, dtype=np.int32)    # filled per call: int32 halves that (rows < 2^31)
     for i in range(w, offsets.shape[0] - 1, nw):
         a = offsets[i]
         stop = offsets[i + 1]
