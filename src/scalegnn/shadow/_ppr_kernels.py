@@ -78,17 +78,18 @@ def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q,
 
 
 @nb.njit(**_JIT)
-def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, pushed, stats):
-    """Sweeps (module docstring) from id ``u`` on, ``pushed`` pushes so far in this sweep,
-    over a direct-mapped table whose untouched slots hold p = r = 0: every id is visited
-    (untouched ones have r = 0 and are not pushed), with no per-neighbour bookkeeping (plain
-    loops over ids: 1.5x faster than tracking the touched range). Returns the pushes of the
+def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, stats):
+    """Sweeps (module docstring) over a direct-mapped table whose untouched slots hold
+    p = r = 0: every id is visited (untouched ones have r = 0 and are not pushed), with no
+    per-neighbour bookkeeping (plain loops over ids: 1.5x faster than tracking the touched
+    range). Returns the pushes of the
     last sweep (< SWEEP_TAIL). Counts pushes, neighbour updates and ids visited into
     stats[0], stats[1], stats[2]."""
     n = indptr.shape[0] - 1
     while True:
-        stats[2] += n - u
-        for x in range(u, n):
+        pushed = 0
+        stats[2] += n
+        for x in range(n):
             a = indptr[x]
             b = indptr[x + 1]
             ru = rv[x]
@@ -104,8 +105,6 @@ def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, u, pushed, stats):
                         rv[indices[e]] += share
         if pushed < SWEEP_TAIL:
             return pushed
-        pushed = 0
-        u = 0
 
 
 @nb.njit(**_JIT)
@@ -229,7 +228,7 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
             cnt, qh, qn, need = _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq,
                                           tl, cnt, q, qh, qn, sweep, stats)
             if need == 0 and qn > 0:        # the sweep rule held (direct-mapped table)
-                pushed = _sweeps_direct(indptr, indices, alpha, eps, pv, rv, 0, 0, stats)
+                pushed = _sweeps_direct(indptr, indices, alpha, eps, pv, rv, stats)
                 cnt = _relist(keys, pv, rv, tl, cnt, n)
                 if pushed == 0:
                     break
