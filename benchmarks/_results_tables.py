@@ -72,13 +72,14 @@ def _scale(x, r) -> str:
     rows = [[f"2^{s['scale']}", f"{s['edges_m']:.1f} M",
              f"{s['it_median']:.3f} s ({s['it_p90']:.3f})", f"{s['cpu_it']:.3f} s",
              f"{s['sampler_s']:.3f}", f"{s['load_s']:.1f}", f"{s['floor_gb']:.2f} GB",
-             f"{s['peak_gb']:.2f} GB", f"{s['sum_gb']:.2f} GB", f"{s['act_gb']:.2f} GB",
+             f"{s['peak_gb']:.2f} GB", f"{s['sum_gb']:.2f} GB",
+             f"{s.get('step_gb', s['act_gb']):.2f} GB ({s['act_gb']:.2f})",
              f"**{s['ratio_bound']:.2f}**", f"{s['ratio']:.2f}",
              "/".join(f"{v:.1f}" for v in s["load_avg"])] for s in x["rows"]]
     tab = r.table(["nodes", "edges", "iteration, median (p90)", "CPU / iteration",
                    "sampler s / subgraph", "load s", "floor (after imports)", "peak RSS",
-                   "CSR + features + model + pool", "step activations",
-                   "(peak - floor) / (data + activations)", "peak / data", "load average"],
+                   "CSR + features + model + pool", "one step's peak (saved activations)",
+                   "(peak - floor) / (data + step)", "peak / data", "load average"],
                   rows)
     a = x["alternation"]
     runs = ", ".join(f"2^{u['scale']} {u['it_median']:.3f} s / CPU {u['cpu_it']:.3f} s "
@@ -87,6 +88,9 @@ def _scale(x, r) -> str:
     verdict = "met" if x["iteration_ratio"] <= target else "missed"
     cpu_verdict = "met" if a["cpu_ratio"] <= target else "missed"
     fits = [s for s in x["rows"] if s["ratio_bound"] <= x["target_rss_ratio"]]
+    step = ("one warm step's high-water mark of tensor bytes less its parameter gradients: "
+            "saved activations, their gradients, GEMM/SpMM outputs"
+            if all("step_gb" in s for s in x["rows"]) else "one warm step's saved activations")
     mem = ("met at every scale" if len(fits) == len(x["rows"]) else "met at: "
            + (", ".join(f"2^{s['scale']}" for s in fits) or "none"))
     return (f"- Scaling, `{x['sweep_command']}`:\n\n{tab}\n\n"
@@ -98,7 +102,7 @@ def _scale(x, r) -> str:
             f"{a['sampler_s'][0]:.3f} -> "
             f"{a['sampler_s'][1]:.3f}. Runs: {runs}. The sweep alone gave "
             f"{x['sweep_iteration_ratio']:.3f}x. Peak RSS <= {x['target_rss_ratio']}x (CSR + "
-            f"features + model + pool + one warm step's saved activations) + the process floor "
+            f"features + model + pool + {step}) + the process floor "
             f"after its imports: {mem} (load average at the end "
             f"{r.load_text(x['load_avg'])}).")
 

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from bench_helpers import assert_cost
 from scalegnn.cli import main
@@ -45,6 +46,26 @@ def test_bench_step_json(capsys):
         # one warm step's saved activations (bench scale's memory bound adds the same)
         assert r["activation_bytes"] > 0 and r["gradient_bytes"] > 0
         assert r["step_bytes"] == r["activation_bytes"] + r["gradient_bytes"]
+        # its high-water mark adds the backward's transients: more than what it saves
+        assert r["peak_bytes"] > r["step_bytes"]
+        assert r["transient_bytes"] == r["peak_bytes"] - r["gradient_bytes"]
+
+
+def test_tensor_peak_bytes_follows_allocations_and_frees():
+    from scalegnn.bench.step import tensor_peak_bytes
+    keep = torch.ones(1000)          # live before: not counted
+
+    def fn():
+        a = torch.empty(250_000)     # 1 MB
+        b = torch.empty(500_000)     # 2 MB -> 3 MB live
+        del a
+        c = torch.empty(375_000)     # 1.5 MB -> 3.5 MB live: the peak
+        del b, c
+        d = torch.empty(100_000)     # 0.4 MB
+        return d
+
+    assert tensor_peak_bytes(fn) == 3_500_000
+    assert keep.sum() == 1000
 
 
 def test_bench_eval_json(capsys):

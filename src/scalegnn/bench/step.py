@@ -21,8 +21,9 @@ iteration (where "other" goes). Other fields are medians over the ``--repeat`` r
 ``wall_s`` / ``cpu_s`` / ``cpu_per_iteration`` (:mod:`scalegnn.bench.measure`): the wall and
 process CPU seconds of the timed iterations (the GEMM replays not included).
 ``activation_bytes`` / ``gradient_bytes`` / ``step_bytes``: what one warm step holds for its
-backward pass (:func:`step_memory`; ``bench scale`` adds the same quantity to its peak-memory
-bound).
+backward pass; ``peak_bytes`` / ``transient_bytes``: its high-water mark of tensor bytes, the
+activations' gradients and other transients included (:func:`step_memory`; ``bench scale``
+adds ``transient_bytes`` to its peak-memory bound).
 
 ``--tail`` (default ``model``) is the layer tail the model runs, the fused
 ``ops.fused.bias_act_norm``; ``--tail torch`` runs the same iteration with each layer's
@@ -53,7 +54,7 @@ from scalegnn.data import load_dataset
 from scalegnn.engine.optim import Adam
 from scalegnn.nn.saint import SAINTLayer
 from scalegnn.ops.fused import bias_act_norm_reference
-from scalegnn.ops.spmm import num_threads, spmm_timer
+from scalegnn.ops.spmm import num_threads, outputs_from_torch, spmm_timer
 from scalegnn.sampling.samplers import make_sampler
 from scalegnn.threads import set_threads
 from scalegnn.train.trainer import Trainer
@@ -129,15 +130,51 @@ def _batches(trainer, args) -> list:
     return out
 
 
+def tensor_peak_bytes(fn) -> int | None:
+    """The most bytes of host tensors live at once while ``fn()`` runs, above those live when
+    it starts, from torch.profiler's memory timeline (allocations and frees of torch's CPU
+    allocator, in order); None where that timeline is unavailable (it is a private profiler
+    API). numpy temporaries of the numba kernels (per-row statistics) are not counted."""
+    from torch.profiler import ProfilerActivity, profile
+    try:
+        from torch.profiler._memory_profiler import Action
+    except ImportError:
+        return None
+    with outputs_from_torch(), profile(activities=[ProfilerActivity.CPU], profile_memory=True,
+                                       record_shapes=True, with_stack=True) as prof:
+        fn()
+    try:
+        timeline = prof._memory_profile().timeline
+    except (AttributeError, RuntimeError):     # a torch without the private timeline
+        return None
+    live = peak = 0
+    for _, action, _, size in timeline:
+        if action == Action.CREATE:
+            live += size
+            peak = max(peak, live)
+        elif action == Action.DESTROY:
+            live -= size
+    return int(peak)
+
+
 def step_memory(trainer, batch) -> dict:
-    """One ``trainer.train_step(batch)`` with the bytes it holds for the backward pass:
-    ``activation_bytes`` = the distinct storages autograd saves during the forward (recorded
-    by ``torch.autograd.graph.saved_tensors_hooks``: layer inputs and outputs, SpMM results,
-    dropout masks, the fused tail's inputs), less those of the parameters and of the batch's
-    own tensors (counted as model and pool); ``gradient_bytes`` = the parameters' gradients
-    the step leaves in ``.grad``; ``step_bytes`` = their sum. Small per-row statistics the
-    fused tail keeps as ``ctx`` attributes (one float per row) and the transient gradients of
-    the activations in backward are not counted."""
+    """One ``trainer.train_step(batch)`` with the bytes it holds:
+
+    * ``activation_bytes``: the distinct storages autograd saves during the forward (recorded
+      by ``torch.autograd.graph.saved_tensors_hooks``: layer inputs and outputs, SpMM results,
+      dropout masks, the fused tail's inputs), less those of the parameters and of the batch's
+      own tensors (counted as model and pool);
+    * ``gradient_bytes``: the parameters' gradients the step leaves in ``.grad``;
+    * ``peak_bytes``: the step's high-water mark of host tensor bytes
+      (:func:`tensor_peak_bytes`) above what is live before it, the previous step's parameter
+      gradients cleared first: the saved activations plus everything transient — the
+      gradients of the activations in the backward pass, GEMM and SpMM outputs, the new
+      parameter gradients, the optimizer's temporaries. None where the profiler's memory
+      timeline is unavailable;
+    * ``transient_bytes`` = ``peak_bytes`` − ``gradient_bytes`` (what the step needs beyond a
+      model whose gradients are already counted; ``activation_bytes`` where no peak);
+    * ``step_bytes`` = ``activation_bytes`` + ``gradient_bytes`` (saved tensors only).
+    """
     known = {t.untyped_storage().data_ptr() for t in trainer.params}
     known |= {t.untyped_storage().data_ptr() for t in (batch.x, batch.y, batch.loss_weight)
               if isinstance(t, torch.Tensor)}
@@ -150,12 +187,18 @@ def step_memory(trainer, batch) -> dict:
                 saved[st.data_ptr()] = st.nbytes()
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        trainer.train_step(batch)
-    grads = sum(p.grad.numel() * p.grad.element_size() for p in trainer.params
-                if p.grad is not None)
+    def step():
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            trainer.train_step(batch)
+
+    trainer.optimizer.zero_grad(set_to_none=True)   # what the step frees first, freed outside
+    peak = tensor_peak_bytes(step)
+    grads = int(sum(p.grad.numel() * p.grad.element_size() for p in trainer.params
+                    if p.grad is not None))
     act = int(sum(saved.values()))
-    return {"activation_bytes": act, "gradient_bytes": int(grads), "step_bytes": act + grads}
+    return {"activation_bytes": act, "gradient_bytes": grads, "step_bytes": act + grads,
+            "peak_bytes": peak,
+            "transient_bytes": act if peak is None else max(peak - grads, act)}
 
 
 def gemm_template(trainer, batches):
