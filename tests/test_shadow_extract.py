@@ -76,6 +76,22 @@ def test_counted_induction_repeats_the_one_pass_one(g, monkeypatch, limit):
         assert np.array_equal(getattr(one, f), getattr(two, f)), f
 
 
+def test_one_pass_maps_are_kept_clean_between_calls_and_threads(g):
+    """The one-pass induction's per-worker maps belong to the extractor: all -1 after every
+    call, and calls from several threads at once give what serial calls give."""
+    from concurrent.futures import ThreadPoolExecutor
+    ex = KHopExtractor(g, depth=2, budget=-1)
+    batches = [np.arange(k, g.num_nodes, 5) for k in range(5)]
+    serial = [ex.extract(t) for t in batches]
+    assert ex._marks.size and (ex._marks == -1).all()
+    check_against_reference(g, serial[0], [R.khop_ball(g, v, 2) for v in batches[0]], batches[0])
+    with ThreadPoolExecutor(4) as pool:
+        again = list(pool.map(ex.extract, batches * 4))
+    for a, b in zip(again, serial * 4):
+        assert np.array_equal(a.nodes, b.nodes) and np.array_equal(a.indices, b.indices)
+    assert (ex._marks == -1).all()
+
+
 def test_khop_two_pass_scopes_repeat_the_one_pass_ones(g, monkeypatch):
     """Past the buffer size, scopes are counted then filled by a second identical pass."""
     ex = KHopExtractor(g, depth=3, budget=3)

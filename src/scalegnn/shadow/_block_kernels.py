@@ -147,13 +147,12 @@ def induced(indptr, indices, offsets, nodes, rowlen, out_indptr, out_indices, nw
 
 
 @nb.njit(**_JIT)
-def _marked_worker(indptr, indices, offsets, nodes, bound, tmp, rowlen, w, nw):
+def _marked_worker(indptr, indices, offsets, nodes, bound, tmp, rowlen, mark, w, nw):
     """One pass over one worker's blocks with a direct map of the graph's nodes (mark[v] =
-    stack row of v in the current block, -1 outside it): row j's in-block neighbours go to
-    tmp[bound[i]:] block by block (misses stored and overwritten, as in :func:`_block`),
-    rowlen[j] = their count. Hub rows (> 64x the block) binary-search the block instead."""
-    n = indptr.shape[0] - 1
-    mark = np.full(n, -1, dtype=np.int32)    # filled per call: int32 halves that (rows < 2^31)
+    stack row of v in the current block, -1 outside it; all -1 on entry and restored on exit,
+    so the caller keeps it between calls): row j's in-block neighbours go to tmp[bound[i]:]
+    block by block (misses stored and overwritten, as in :func:`_block`), rowlen[j] = their
+    count. Hub rows (> 64x the block) binary-search the block instead."""
     for i in range(w, offsets.shape[0] - 1, nw):
         a = offsets[i]
         stop = offsets[i + 1]
@@ -178,10 +177,10 @@ def _marked_worker(indptr, indices, offsets, nodes, bound, tmp, rowlen, w, nw):
 
 
 @nb.njit(parallel=True, **_JIT)
-def induced_marked(indptr, indices, offsets, nodes, bound, tmp, rowlen, nw):
-    """Block-diagonal induced CSR in one pass (:func:`_marked_worker`; scratch: one |V|-long
-    map a worker): block i's rows fill tmp[bound[i]:bound[i+1]] (bound: cumulative degree
-    sums of the blocks' nodes plus one slot per block), rows back to back; rowlen as the
-    count call of :func:`induced` gives it."""
+def induced_marked(indptr, indices, offsets, nodes, bound, tmp, rowlen, marks, nw):
+    """Block-diagonal induced CSR in one pass (:func:`_marked_worker`; scratch: ``marks``, one
+    |V|-long int32 map a worker, all -1, left all -1): block i's rows fill
+    tmp[bound[i]:bound[i+1]] (bound: cumulative degree sums of the blocks' nodes plus one slot
+    per block), rows back to back; rowlen as the count call of :func:`induced` gives it."""
     for w in nb.prange(nw):
-        _marked_worker(indptr, indices, offsets, nodes, bound, tmp, rowlen, w, nw)
+        _marked_worker(indptr, indices, offsets, nodes, bound, tmp, rowlen, marks[w], w, nw)

@@ -18,6 +18,7 @@ This module holds the contract, the checks and block assembly every extractor sh
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 
 import numba
@@ -127,6 +128,15 @@ class _Extractor:
         if graph.num_cols != graph.num_nodes:
             raise GraphError(f"{type(self).__name__}: graph must be square, got {graph.shape}")
         self.graph = graph if graph.is_sorted() else graph.sort_indices()
+        self._marks = np.empty((0, 0), dtype=np.int32)   # induced_marked's maps, kept (all -1)
+        self._marks_lock = threading.Lock()
+
+    def _mark_scratch(self, workers: int) -> np.ndarray:
+        """``workers`` |V|-long int32 maps, all -1: allocated once per extractor (the kernel
+        restores them), not filled on every call (8 MB a worker at 2^21 nodes)."""
+        if self._marks.shape[0] < workers:
+            self._marks = np.full((workers, self.graph.num_nodes), -1, dtype=np.int32)
+        return self._marks[:workers]
 
     def _ids(self, ids, name: str) -> np.ndarray:
         arr = np.asarray(ids)
@@ -189,7 +199,9 @@ class _Extractor:
             bound = _cumsum0(deg[offsets[1:]] - deg[offsets[:-1]] + 1)
         if bound is not None and bound[-1] <= _MARK_ENTRIES:
             tmp = np.empty(int(bound[-1]), dtype=np.int64)
-            induced_marked(g.indptr, g.indices, offsets, nodes, bound, tmp, rowlen, nw)
+            with self._marks_lock:      # one caller at a time on the shared maps
+                induced_marked(g.indptr, g.indices, offsets, nodes, bound, tmp, rowlen,
+                               self._mark_scratch(nw), nw)
             indptr = _cumsum0(rowlen)
             indices = tmp[_ranges(bound[:-1], indptr[offsets[1:]] - indptr[offsets[:-1]])]
         else:
