@@ -13,7 +13,9 @@ reference's per-node feature normalization with a learnable per-feature scale an
 ``bias='bias'`` keeps only ``b_o``; ``bias='none'`` drops it too. Order 0 is a dense layer.
 With ``bias='norm'`` the tail ``norm(act(t + b))`` runs as one fused op
 (:func:`scalegnn.ops.fused.bias_act_norm`: 2 passes each way on host float tensors instead of
-~20 torch ops, same values and gradients; other devices/activations use the torch composition).
+~20 torch ops, same values and gradients; other devices/activations use the torch composition);
+in a concat layer every hop term's tail writes its block of the output in place
+(:func:`scalegnn.ops.fused.bias_act_norm_concat`), so neither pass copies a concatenation.
 The product ``Â^o X W_o`` is associated by the narrower side (``ops.propagate_linear``).
 """
 
@@ -24,7 +26,7 @@ from torch import nn
 
 from scalegnn.nn.dropout import FastDropout
 from scalegnn.ops import SparseAdj, spmm
-from scalegnn.ops.fused import FUSED_ACTS, bias_act_norm
+from scalegnn.ops.fused import FUSED_ACTS, bias_act_norm, bias_act_norm_concat
 
 ACTIVATIONS = {
     "relu": torch.relu,
@@ -113,6 +115,9 @@ class SAINTLayer(nn.Module):
 
     def combine(self, terms: list[torch.Tensor]) -> torch.Tensor:
         """bias, activation and normalization per hop term, then concat or sum."""
+        if self.bias == "norm" and self.aggr == "concat":   # tails written in place: no cat
+            return bias_act_norm_concat(terms, self.biases, self.scales, self.offsets,
+                                        self._fused_act)
         out = []
         for o, t in enumerate(terms):
             if self.bias == "norm":

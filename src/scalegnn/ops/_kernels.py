@@ -34,6 +34,12 @@ from numba.extending import intrinsic
 # Only flags that keep IEEE semantics for NaN/inf: 'contract' lets LLVM fuse a*x+y into FMA.
 _FM = {"contract", "nsz"}
 _JIT = dict(nogil=True, cache=True, fastmath=_FM, boundscheck=False)
+# The row kernels of the fused tails below reduce each row (sums, dot products) in float64;
+# 'reassoc' lets LLVM vectorize those sums (lanes added in a fixed order the compiler picks:
+# still the same numbers at any thread count). Fused bias/ReLU/norm on 6229 x 512 float32:
+# forward 6.6 -> 2.6 ms, backward 12.5 -> 6.8 ms CPU; outputs equal, parameter gradients to
+# 1e-13. NaN/inf semantics are kept (no 'nnan'/'ninf').
+_JIT_ROWSUM = dict(_JIT, fastmath=_FM | {"reassoc"})
 
 
 # the intrinsic is overloaded on the pointer type: "p0" once LLVM pointers are opaque (17+)
@@ -258,8 +264,10 @@ def spmm_reference(indptr, indices, data, x):
 # sums (gradients of b, scale, offset) are accumulated per chunk and reduced by the caller in
 # chunk order, so results do not depend on scheduling.
 
-@nb.njit(parallel=True, **_JIT)
-def bias_relu_norm_fwd(t, b, scale, offset, y, mean, rstd, bounds, relu):
+@nb.njit(parallel=True, **_JIT_ROWSUM)
+def bias_relu_norm_fwd(t, b, scale, offset, y, col0, mean, rstd, bounds, relu):
+    """Rows of t (n x d) -> columns ``col0 .. col0+d`` of y (n x D, D >= col0 + d): one term
+    of a concat layer writes its block of the layer's output in place."""
     d = t.shape[1]
     for k in nb.prange(bounds.shape[0] - 1):
         for i in range(bounds[k], bounds[k + 1]):
@@ -280,12 +288,13 @@ def bias_relu_norm_fwd(t, b, scale, offset, y, mean, rstd, bounds, relu):
                 a = t[i, c] + b[c]
                 if relu and a < 0:
                     a = 0.0
-                y[i, c] = (a - mu) * r * scale[c] + offset[c]
+                y[i, col0 + c] = (a - mu) * r * scale[c] + offset[c]
 
 
-@nb.njit(parallel=True, **_JIT)
-def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, gt, gparts, bounds, relu):
-    """gparts[k] rows: 0 = Σ gy·ŷ (scale), 1 = Σ gy (offset), 2 = Σ g_a (bias) over chunk k."""
+@nb.njit(parallel=True, **_JIT_ROWSUM)
+def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, bounds, relu):
+    """gy's columns ``col0 .. col0+d`` are this term's output gradient (as the forward wrote
+    them); gparts[k] rows: 0 = Σ gy·ŷ (scale), 1 = Σ gy (offset), 2 = Σ g_a (bias) over chunk k."""
     d = t.shape[1]
     for k in nb.prange(bounds.shape[0] - 1):
         for c in range(d):
@@ -302,7 +311,7 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, gt, gparts, bounds, relu):
                 if relu and a < 0:
                     a = 0.0
                 yh = (a - mu) * r
-                g = gy[i, c]
+                g = gy[i, col0 + c]
                 gparts[k, 0, c] += g * yh
                 gparts[k, 1, c] += g
                 gh = g * scale[c]
@@ -313,7 +322,7 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, gt, gparts, bounds, relu):
             for c in range(d):
                 a = t[i, c] + b[c]
                 yh = ((0.0 if relu and a < 0 else a) - mu) * r
-                ga = r * (gy[i, c] * scale[c] - sg - yh * sgy)
+                ga = r * (gy[i, col0 + c] * scale[c] - sg - yh * sgy)
                 if relu and a <= 0:
                     ga = 0.0
                 gt[i, c] = ga
@@ -326,7 +335,7 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, gt, gparts, bounds, relu):
 # (row sum of squares, scaled write) and 2 backward (row dot g·y, write). Row norms and dots
 # accumulate in float64; rows split into ``bounds`` chunks, one output row per thread.
 
-@nb.njit(parallel=True, **_JIT)
+@nb.njit(parallel=True, **_JIT_ROWSUM)
 def l2_normalize_fwd(x, y, inv, bounds, eps):
     """``y[i] = x[i] · inv[i]`` with ``inv[i] = 1 / max(‖x[i]‖, eps)``; ``inv[i]`` is stored
     negated when the norm was below ``eps`` (the clamp: no gradient through the norm)."""
@@ -344,7 +353,7 @@ def l2_normalize_fwd(x, y, inv, bounds, eps):
             inv[i] = r if nrm >= eps else -r
 
 
-@nb.njit(parallel=True, **_JIT)
+@nb.njit(parallel=True, **_JIT_ROWSUM)
 def l2_normalize_bwd(y, gy, gx, inv, bounds):
     """``gx[i] = (gy[i] − y[i]·(gy[i]·y[i])) · inv[i]`` (``gy[i] · |inv[i]|`` for clamped rows)."""
     d = y.shape[1]

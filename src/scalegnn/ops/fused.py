@@ -46,56 +46,88 @@ def _bounds(n: int, p: int) -> np.ndarray:
     return np.linspace(0, n, parts + 1).astype(np.int64)
 
 
+def _as(p: torch.Tensor, dtype) -> np.ndarray:
+    return p.detach().numpy().astype(dtype, copy=False)
+
+
 class _BiasActNorm(torch.autograd.Function):
+    """Terms t_o (n x d_o) -> ``[tail(t_0) | ... | tail(t_{K-1})]`` (n x Σ d_o): each term's
+    tail is written straight into its column block of the output, and its backward reads its
+    block of the output gradient in place, so a concat layer pays no concatenation copy in
+    either direction. Arguments after ``relu``: the K terms, then their biases, scales,
+    offsets."""
+
     @staticmethod
-    def forward(ctx, t, bias, scale, offset, relu):
-        t = t.contiguous()
-        n, d = t.shape
-        y = torch.empty_like(t)
-        mean = np.empty(n)
-        rstd = np.empty(n)
+    def forward(ctx, relu, *args):
+        k = len(args) // 4
+        terms = [t.contiguous() for t in args[:k]]
+        biases, scales, offsets = args[k:2 * k], args[2 * k:3 * k], args[3 * k:]
+        n = terms[0].shape[0]
+        col = np.cumsum([0] + [t.shape[1] for t in terms])
+        y = torch.empty((n, int(col[-1])), dtype=terms[0].dtype)
         bounds = _bounds(n, num_threads())
-        tn = t.detach().numpy()
-        dt = tn.dtype
-        K.bias_relu_norm_fwd(tn, bias.detach().numpy().astype(dt, copy=False),
-                             scale.detach().numpy().astype(dt, copy=False),
-                             offset.detach().numpy().astype(dt, copy=False),
-                             y.numpy(), mean, rstd, bounds, relu)
-        ctx.save_for_backward(t, bias, scale)
-        ctx.stats = (mean, rstd, bounds, relu)
+        stats = []
+        for o, t in enumerate(terms):
+            tn = t.detach().numpy()
+            mean, rstd = np.empty(n), np.empty(n)
+            K.bias_relu_norm_fwd(tn, _as(biases[o], tn.dtype), _as(scales[o], tn.dtype),
+                                 _as(offsets[o], tn.dtype), y.numpy(), int(col[o]), mean, rstd,
+                                 bounds, relu)
+            stats.append((mean, rstd))
+        ctx.save_for_backward(*terms, *biases, *scales)
+        ctx.stats = (stats, col, bounds, relu, k)
         return y
 
     @staticmethod
     def backward(ctx, gy):
-        t, bias, scale = ctx.saved_tensors
-        mean, rstd, bounds, relu = ctx.stats
-        gy = gy.contiguous()
-        gt = torch.empty_like(t)
-        parts = np.empty((bounds.shape[0] - 1, 3, t.shape[1]))
-        tn = t.detach().numpy()
-        dt = tn.dtype
-        K.bias_relu_norm_bwd(tn, bias.detach().numpy().astype(dt, copy=False),
-                             scale.detach().numpy().astype(dt, copy=False), mean, rstd,
-                             gy.numpy(), gt.numpy(), parts, bounds, relu)
-        sums = torch.from_numpy(parts.sum(axis=0))     # chunk order: deterministic
-        return (gt, sums[2].to(bias.dtype), sums[0].to(scale.dtype), sums[1].to(scale.dtype),
-                None)
+        stats, col, bounds, relu, k = ctx.stats
+        saved = ctx.saved_tensors
+        terms, biases, scales = saved[:k], saved[k:2 * k], saved[2 * k:]
+        gyn = gy.contiguous().numpy()
+        g_t, g_bias, g_scale, g_offset = [], [], [], []
+        for o, t in enumerate(terms):
+            tn = t.detach().numpy()
+            gt = torch.empty_like(t)
+            parts = np.empty((bounds.shape[0] - 1, 3, t.shape[1]))
+            K.bias_relu_norm_bwd(tn, _as(biases[o], tn.dtype), _as(scales[o], tn.dtype),
+                                 *stats[o], gyn, int(col[o]), gt.numpy(), parts, bounds, relu)
+            sums = torch.from_numpy(parts.sum(axis=0))     # chunk order: deterministic
+            g_t.append(gt)
+            g_bias.append(sums[2].to(biases[o].dtype))
+            g_scale.append(sums[0].to(scales[o].dtype))
+            g_offset.append(sums[1].to(scales[o].dtype))
+        return (None, *g_t, *g_bias, *g_scale, *g_offset)
+
+
+def _fusable(t: torch.Tensor, params, act) -> bool:
+    return (t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64)
+            and t.dim() == 2 and isinstance(act, str) and act in FUSED_ACTS and t.shape[1] > 0
+            and all(p is None or p.device.type == "cpu" for p in params))
 
 
 def bias_act_norm(t: torch.Tensor, bias, scale: torch.Tensor, offset: torch.Tensor,
                   act="relu") -> torch.Tensor:
     """``norm(act(t + bias))·scale + offset`` for a 2-D ``t`` (bias may be None; ``act`` a name
     in :data:`FUSED_ACTS`, ``torch.relu``, or any callable, which runs unfused)."""
+    return bias_act_norm_concat([t], [bias], [scale], [offset], act)
+
+
+def bias_act_norm_concat(terms, biases, scales, offsets, act="relu") -> torch.Tensor:
+    """``torch.cat([bias_act_norm(t_o, b_o, s_o, f_o, act) ...], dim=1)`` for the hop terms of
+    a concat layer (same rows, same dtype), fused into one output without the concatenation."""
     if act is torch.relu:
         act = "relu"
-    fused = (t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64)
-             and t.dim() == 2 and isinstance(act, str) and act in FUSED_ACTS and t.shape[1] > 0
-             and all(p is None or p.device.type == "cpu" for p in (bias, scale, offset)))
+    terms = list(terms)
+    fused = all(_fusable(t, (b, s, f), act) and t.dtype == terms[0].dtype
+                and t.shape[0] == terms[0].shape[0]
+                for t, b, s, f in zip(terms, biases, scales, offsets))
     if not fused:
-        return bias_act_norm_reference(t, bias, scale, offset, act)
-    if bias is None:
-        bias = torch.zeros(t.shape[1], dtype=t.dtype)
-    return _BiasActNorm.apply(t, bias, scale, offset, act == "relu")
+        out = [bias_act_norm_reference(t, b, s, f, act)
+               for t, b, s, f in zip(terms, biases, scales, offsets)]
+        return torch.cat(out, dim=1) if len(out) > 1 else out[0]
+    biases = [torch.zeros(t.shape[1], dtype=t.dtype) if b is None else b
+              for t, b in zip(terms, biases)]
+    return _BiasActNorm.apply(act == "relu", *terms, *biases, *scales, *offsets)
 
 
 class _L2Normalize(torch.autograd.Function):
