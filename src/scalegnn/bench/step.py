@@ -45,7 +45,8 @@ import numpy as np
 import torch
 
 from scalegnn.batch import Batch
-from scalegnn.bench.gemm import GemmReplay, GemmTemplate, gemm_flops, profile_top, record_gemms
+from scalegnn.bench.gemm import (GemmReplay, GemmTemplate, gemm_flops, profile_top, quiet_stderr,
+                                 record_gemms)
 from scalegnn.bench.measure import Clock
 from scalegnn.config import Config
 from scalegnn.config.flags import MAX_THREADS, REPEATS, SEED, WIDTH, count, name_flags, real
@@ -140,8 +141,9 @@ def tensor_peak_bytes(fn) -> int | None:
         from torch.profiler._memory_profiler import Action
     except ImportError:
         return None
-    with outputs_from_torch(), profile(activities=[ProfilerActivity.CPU], profile_memory=True,
-                                       record_shapes=True, with_stack=True) as prof:
+    with quiet_stderr(), outputs_from_torch(), \
+            profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
+                    with_stack=True) as prof:   # quiet: kineto's start/stop lines on fd 2
         fn()
     try:
         timeline = prof._memory_profile().timeline

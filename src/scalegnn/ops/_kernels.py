@@ -34,11 +34,8 @@ from numba.extending import intrinsic
 # Only flags that keep IEEE semantics for NaN/inf: 'contract' lets LLVM fuse a*x+y into FMA.
 _FM = {"contract", "nsz"}
 _JIT = dict(nogil=True, cache=True, fastmath=_FM, boundscheck=False)
-# The row kernels of the fused tails below reduce each row (sums, dot products) in float64;
-# 'reassoc' lets LLVM vectorize those sums (lanes added in a fixed order the compiler picks:
-# still the same numbers at any thread count). Fused bias/ReLU/norm on 6229 x 512 float32:
-# forward 6.6 -> 2.6 ms, backward 12.5 -> 6.8 ms CPU; outputs equal, parameter gradients to
-# 1e-13. NaN/inf semantics are kept (no 'nnan'/'ninf').
+# The fused tails' float64 row sums: 'reassoc' vectorizes them (a fixed lane order: same numbers
+# at any thread count; 6229 x 512 tail forward 6.6 -> 2.6 ms, backward 12.5 -> 6.8 ms CPU).
 _JIT_ROWSUM = dict(_JIT, fastmath=_FM | {"reassoc"})
 
 
