@@ -200,7 +200,7 @@ def step_memory(trainer, batch) -> dict:
     act = int(sum(saved.values()))
     return {"activation_bytes": act, "gradient_bytes": grads, "step_bytes": act + grads,
             "peak_bytes": peak,
-            "transient_bytes": act if peak is None else max(peak - grads, act)}
+            "transient_bytes": act if peak is None else peak - grads}
 
 
 def gemm_template(trainer, batches):
