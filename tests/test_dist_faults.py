@@ -58,3 +58,33 @@ def test_survivor_exits_with_dist_error(tmp_path, how):
     assert len(lines) == 1 and "rank 0" in lines[0] and "Traceback" not in err, err
     assert "peer died or did not answer" in lines[0]
     assert elapsed < TIMEOUT + 25
+
+
+def test_store_port_is_never_free_while_ranks_start(tmp_path):
+    """The launcher binds rank 0's store port itself and hands the socket down: from spawn to
+    the end of the run nobody else can take the port (with a port picked free and released,
+    two runs started together were seen to share one, and one of them failed)."""
+    import socket
+
+    from scalegnn.dist.launch import STORE_FD_ENV
+
+    partition_dataset(tiny_dataset(), 2, tmp_path / "plan", method="random")
+    argv = ["--plan", str(tmp_path / "plan"), "--out", str(tmp_path / "run"), "--epochs", "1",
+            "--timeout", "30", "--no-progress", "--set", "network.dim=4"]
+    procs = spawn_local(2, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        envs = [dict(kv.split("=", 1) for kv in
+                     open(f"/proc/{p.pid}/environ").read().split("\0") if "=" in kv)
+                for p in procs]
+        assert STORE_FD_ENV in envs[0] and STORE_FD_ENV not in envs[1]
+        port = int(envs[0]["MASTER_PORT"])
+        with socket.socket() as s, pytest.raises(OSError):  # rank 0 is still importing torch
+            s.bind(("127.0.0.1", port))
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()

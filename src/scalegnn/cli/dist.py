@@ -44,8 +44,8 @@ from scalegnn.config.schema import INT32_MAX
 from scalegnn.data.options import OPTION_KEYS
 from scalegnn.dist.dataload import load
 from scalegnn.dist.elastic import HostJob, run_host
-from scalegnn.dist.launch import (ELASTIC_ENV, PEER_EXIT, RESUME_ENV, free_port, supervise,
-                                  tie_to_launcher)
+from scalegnn.dist.launch import (ELASTIC_ENV, LAUNCHER_ENV, PEER_EXIT, RESUME_ENV, STORE_FD_ENV,
+                                  free_port, supervise, tie_to_launcher)
 from scalegnn.dist.partition import partition_dataset
 from scalegnn.dist.plan import PartitionPlan
 from scalegnn.dist.rdzv import Endpoint, check_serves, local_address, parse_endpoint, wait_reachable
@@ -318,16 +318,22 @@ def _restarted(run_dir: Path, rank: int, world: int, device) -> bool:
     return bool(flags[0].item()) and bool(flags[1].item())
 
 
-def _attempt_store(timeout: timedelta):
-    """Under torchrun (its agent's store shared with the ranks), the store of this attempt: the
-    agent's store outlives a restart with the previous attempt's keys, and gloo would connect
-    to the dead ranks' addresses; a prefix per attempt. None otherwise (env://)."""
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+def _rank_store(rank: int, world: int, timeout: timedelta):
+    """The process group's store (None: env://). Under torchrun, its agent's store, with a
+    prefix per attempt (the store outlives a restart with the previous attempt's keys, and gloo
+    would connect to the dead ranks' addresses). Under scalegnn's launchers, rank 0 serves it
+    on the socket the launcher bound (:func:`scalegnn.dist.launch.store_socket`)."""
+    addr, port = os.environ.get("MASTER_ADDR", ""), int(os.environ.get("MASTER_PORT") or 0)
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        store = torch.distributed.TCPStore(addr, port, is_master=False, timeout=timeout)
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT") or "0"
+        return torch.distributed.PrefixStore(f"scalegnn/attempt-{attempt}/", store)
+    if LAUNCHER_ENV not in os.environ:
         return None
-    store = torch.distributed.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
-                                       is_master=False, timeout=timeout)
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT") or "0"
-    return torch.distributed.PrefixStore(f"scalegnn/attempt-{attempt}/", store)
+    fd = os.environ.get(STORE_FD_ENV, "")
+    listen = {"master_listen_fd": int(fd)} if rank == 0 and fd.isdigit() else {}
+    return torch.distributed.TCPStore(addr, port, world, is_master=rank == 0, timeout=timeout,
+                                      **listen)
 
 
 def worker_main(argv=None) -> int:
@@ -352,7 +358,7 @@ def worker_main(argv=None) -> int:
         timeout = timedelta(seconds=settings["timeout"])
         torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
                                              world_size=world, timeout=timeout,
-                                             store=_attempt_store(timeout))
+                                             store=_rank_store(rank, world, timeout))
         run_dir = spec.run_dir or default_run_dir(plan_dir or Path(str(spec.data)))
         if not spec.resume and _restarted(run_dir, rank, world, device):
             spec = replace(spec, resume=True, overwrite=False)

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scalegnn.dist.launch import ELASTIC_ENV, PEER_EXIT, RESUME_ENV, free_port, spawn_ranks, stop
+from scalegnn.dist.launch import ELASTIC_ENV, PEER_EXIT, RESUME_ENV, spawn_ranks, stop, store_socket
 from scalegnn.dist.rdzv import RUN_ID, Endpoint, RendezvousError, open_rendezvous, rendezvous_error
 from scalegnn.dist.streams import ERROR_PREFIX, LineFilter, filtered_stderr, start_pump
 from scalegnn.engine.rundir import LOCK, RUN_FILES
@@ -106,6 +106,7 @@ class HostAgent:
         self.restarts_used = 0  # node 0 decides restarts; the others follow
         self.resume = False
         self.out = 2
+        self.listen = None  # node 0: the socket its rank 0 will serve the round's store on
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> int:
@@ -157,8 +158,10 @@ class HostAgent:
             "nprocs": job.nprocs, "run_dir": str(job.run_dir.resolve()),
             "fingerprint": job.fingerprint}
         if self.leader:
+            if self.listen is None:
+                self.listen = store_socket(job.local_addr)
             me["job"] = {"resume": self.resume, "restarts": self.restarts_used,
-                         "max_restarts": job.max_restarts, "port": free_port(job.local_addr),
+                         "max_restarts": job.max_restarts, "port": self.listen.getsockname()[1],
                          "lock": _lock_text(job.run_dir)}
         self._store(store, "set", f"{KEY}node/{info.rank}", json.dumps(me))
         members = [json.loads(self._store(store, "get", f"{KEY}node/{g}"))
@@ -194,9 +197,14 @@ class HostAgent:
                     "TORCHELASTIC_MAX_RESTARTS": str(rnd.job["max_restarts"])})
         if self.leader and rnd.job["resume"]:
             _drop_temporaries(job.run_dir)
-        procs = spawn_ranks(range(base, base + k), job.nnodes * k, job.worker_argv,
-                            master=(rnd.members[0]["addr"], rnd.job["port"]), env=env,
-                            lock_fd=job.lock_fd, stderr=subprocess.PIPE)
+        try:
+            procs = spawn_ranks(range(base, base + k), job.nnodes * k, job.worker_argv,
+                                master=(rnd.members[0]["addr"], rnd.job["port"]), env=env,
+                                lock_fd=job.lock_fd, store=self.listen, stderr=subprocess.PIPE)
+        finally:  # rank 0 holds it now; a restart's round gets a new port
+            if self.listen is not None:
+                self.listen.close()
+                self.listen = None
         filters, pumps = [], []
         for p in procs:
             filters.append(LineFilter(self.out))

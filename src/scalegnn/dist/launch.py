@@ -1,9 +1,10 @@
 """Starting and watching the ranks of a distributed run on this host (what each rank runs is
 :func:`scalegnn.cli.dist.worker_main`).
 
-* :func:`supervise` — ``scalegnn dist-train --nprocs K``: starts the ranks on this host (env://
-  rendezvous on a free port) and watches them; when one fails the others are stopped, and the
-  failing rank's own one-line error is what the user sees (no launcher traceback).
+* :func:`supervise` — ``scalegnn dist-train --nprocs K``: starts the ranks on this host (rank 0
+  serves their store on a port this launcher holds) and watches them; when one fails the
+  others are stopped, and the failing rank's own one-line error is what the user sees (no
+  launcher traceback).
 * :func:`spawn_local` / :func:`spawn_ranks` — start ranks (used by :func:`supervise`, by the
   multi-host launcher :mod:`scalegnn.dist.elastic`, and by tests that must see how the
   surviving ranks react when one dies).
@@ -31,6 +32,7 @@ KILL_AFTER_S = 3.0  # after SIGTERM, seconds before a rank that is still there g
 LAUNCHER_ENV = "SCALEGNN_LAUNCHER_PID"  # set for every rank: the process it must die with
 ELASTIC_ENV = "SCALEGNN_ELASTIC"  # set by the multi-host launcher: a lost peer exits PEER_EXIT
 RESUME_ENV = "SCALEGNN_RESUME"  # "1": the launcher restarted the job; a new run resumes
+STORE_FD_ENV = "SCALEGNN_STORE_FD"  # rank 0: the launcher's listening socket for its store
 PEER_EXIT = 3  # under the multi-host launcher: a rank that lost a peer (not the cause)
 _PR_SET_PDEATHSIG = 1
 
@@ -42,10 +44,28 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def store_socket(host: str = "127.0.0.1") -> socket.socket:
+    """A listening socket on a free port of ``host``, for rank 0's store: the launcher binds it
+    and hands it to rank 0 (:func:`spawn_ranks`), so the port stays taken from the moment it is
+    chosen. A port picked by :func:`free_port` is free again until rank 0, seconds later, binds
+    it; two runs started together were seen to get the same one (one rank 0 then fails to
+    listen, and its peer talks to the other run's store)."""
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, 0))
+        s.listen(128)
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
 def spawn_ranks(ranks: Sequence[int], world: int, worker_argv: list[str], *, master: tuple,
-                env=None, lock_fd: int | None = None, **popen_kw) -> list[subprocess.Popen]:
+                env=None, lock_fd: int | None = None, store: socket.socket | None = None,
+                **popen_kw) -> list[subprocess.Popen]:
     """Start ranks ``ranks`` of ``world`` (``python -m scalegnn.dist``), their process group's
-    store at ``master`` = (address, port), hosted by rank 0."""
+    store at ``master`` = (address, port), hosted by rank 0 — on ``store``, the listening socket
+    of :func:`store_socket`, when given (rank 0 must then be among ``ranks``)."""
     procs = []
     for local, r in enumerate(ranks):
         e = dict(os.environ if env is None else env)
@@ -53,16 +73,23 @@ def spawn_ranks(ranks: Sequence[int], world: int, worker_argv: list[str], *, mas
                  LOCAL_WORLD_SIZE=str(len(ranks)), MASTER_ADDR=str(master[0]),
                  MASTER_PORT=str(master[1]))
         e[LAUNCHER_ENV] = str(os.getpid())
+        e.pop(STORE_FD_ENV, None)
         e.setdefault("OMP_NUM_THREADS", "1")  # K ranks share the cores; avoid oversubscription
+        fds = [] if lock_fd is None else [lock_fd]
+        if store is not None and r == 0:
+            fds.append(store.fileno())
+            e[STORE_FD_ENV] = str(store.fileno())
         procs.append(subprocess.Popen([sys.executable, "-m", "scalegnn.dist", *worker_argv], env=e,
-                                      pass_fds=() if lock_fd is None else (lock_fd,), **popen_kw))
+                                      pass_fds=tuple(fds), **popen_kw))
     return procs
 
 
 def spawn_local(nprocs: int, worker_argv: list[str], *, env=None, **popen_kw) -> list[subprocess.Popen]:
-    """Start ``nprocs`` ranks of ``python -m scalegnn.dist`` with env:// rendezvous."""
-    return spawn_ranks(range(nprocs), nprocs, worker_argv, master=("127.0.0.1", free_port()),
-                       env=env, **popen_kw)
+    """Start ``nprocs`` ranks of ``python -m scalegnn.dist``, rank 0 serving their store on a
+    socket this launcher bound (closed here once rank 0 holds it)."""
+    with store_socket() as s:
+        return spawn_ranks(range(nprocs), nprocs, worker_argv,
+                           master=("127.0.0.1", s.getsockname()[1]), env=env, store=s, **popen_kw)
 
 
 def stop(procs: list[subprocess.Popen], grace: float = KILL_AFTER_S) -> None:
