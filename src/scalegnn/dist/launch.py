@@ -35,13 +35,22 @@ RESUME_ENV = "SCALEGNN_RESUME"  # "1": the launcher restarted the job; a new run
 STORE_FD_ENV = "SCALEGNN_STORE_FD"  # rank 0: the launcher's listening socket for its store
 PEER_EXIT = 3  # under the multi-host launcher: a rank that lost a peer (not the cause)
 _PR_SET_PDEATHSIG = 1
+_GIVEN: set[int] = set()  # ports free_port returned: never twice in one process
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
-                       socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A port of ``host`` that was free a moment ago (whoever binds it later may find it taken:
+    where a launcher can, it holds the socket instead, see :func:`store_socket`), and not one
+    this process returned before, so jobs started together from one process differ."""
+    for _ in range(64):
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                           socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in _GIVEN:
+            break
+    _GIVEN.add(port)
+    return port
 
 
 def store_socket(host: str = "127.0.0.1") -> socket.socket:
