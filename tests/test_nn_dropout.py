@@ -24,6 +24,19 @@ def test_gradient_is_mask_over_keep_probability():
     assert torch.autograd.gradcheck(lambda t: _Dropout.apply(t, 0.25, 42), (x,))
 
 
+@pytest.mark.parametrize("n", [8, 13, 4096 * 3 + 5, 4096 * 70 + 1])
+def test_bit_mask_across_tasks_and_last_byte(n):
+    """The kept elements travel to the backward as bits: every task boundary and the last,
+    partial byte give the reference mask both ways."""
+    x = torch.randn(n, dtype=torch.float64, requires_grad=True)
+    y = _Dropout.apply(x, 0.4, 2024)
+    keep = torch.from_numpy(dropout_mask_reference(n, 0.4, 2024))
+    torch.testing.assert_close(y, torch.where(keep, x * (1 / 0.6), torch.zeros((), dtype=x.dtype)))
+    g = torch.randn(n, dtype=torch.float64)
+    y.backward(g)
+    torch.testing.assert_close(x.grad, torch.where(keep, g / 0.6, torch.zeros((), dtype=g.dtype)))
+
+
 def test_keep_fraction_and_mean_preserved():
     x = torch.ones(400_000)
     y = fast_dropout(x, 0.1, key=5)

@@ -164,8 +164,9 @@ def step_memory(trainer, batch) -> dict:
 
     * ``activation_bytes``: the distinct storages autograd saves during the forward (recorded
       by ``torch.autograd.graph.saved_tensors_hooks``: layer inputs and outputs, SpMM results,
-      dropout masks, the fused tail's inputs), less those of the parameters and of the batch's
-      own tensors (counted as model and pool);
+      the fused tail's inputs), less those of the parameters and of the batch's own tensors
+      (counted as model and pool); ``FastDropout``'s masks (one bit per element, numpy) are
+      not tensors and not counted;
     * ``gradient_bytes``: the parameters' gradients the step leaves in ``.grad``;
     * ``peak_bytes``: the step's high-water mark of host tensor bytes
       (:func:`tensor_peak_bytes`) above what is live before it, the previous step's parameter

@@ -6,7 +6,9 @@ element index, ``key`` one 63-bit draw from torch's default generator per call).
 multiple of 2^-32), but the mask is a pure function of (key, i): any thread count gives the same
 numbers, and the pass is multi-threaded — torch's CPU ``bernoulli_`` is serial and costs about
 one 5000x1024x512 GEMM per call at 2 threads (``scalegnn bench epoch``). Backward:
-``g_x = g_y · m / (1 − p)``, with ``m`` kept as one byte per element.
+``g_x = g_y · m / (1 − p)``, with ``m`` kept as one bit per element (an eighth of the bytes
+of a byte mask, and no slower either way; recomputing it from the hash in the backward cost
+~1.6x the pass).
 
 :class:`FastDropout` is a drop-in ``nn.Dropout``: host float32/float64 tensors in training mode
 take the kernel, anything else (eval mode, p = 0, CUDA, other dtypes) the torch module.
@@ -34,32 +36,56 @@ def splitmix64(z):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _keep(x, y, mask, i, u, threshold, scale):
-    keep = u >= threshold
-    mask[i] = keep
-    y[i] = x[i] * (scale * keep)     # branch-free: the loop vectorizes
+def _u32(key, i):
+    """u[i]: the low (even i) or high (odd i) half of the pair's hash."""
+    z = splitmix64(key + np.uint64(i // 2) * SPLITMIX_GAMMA)
+    return (z >> np.uint64(32)) if i % 2 else (z & _LO)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True, boundscheck=False)
-def _dropout_fwd(x, y, mask, key, threshold, scale, chunks):
-    """Flat contiguous x -> y, mask (uint8); task c covers elements [chunks[c], chunks[c+1])
-    (even bounds but the last); one hash serves two elements."""
+def _dropout_fwd(x, y, bits, key, threshold, scale, chunks):
+    """Flat contiguous x -> y, and the kept elements as bits (element i is bit i % 8 of
+    ``bits[i // 8]``); task c covers elements [chunks[c], chunks[c+1]) (bounds multiples of 8
+    but the last); one hash serves two elements, four make a byte."""
     n = x.shape[0]
     for c in nb.prange(chunks.shape[0] - 1):
-        for k in range(chunks[c] // 2, chunks[c + 1] // 2):
-            z = splitmix64(key + np.uint64(k) * SPLITMIX_GAMMA)
-            _keep(x, y, mask, 2 * k, z & _LO, threshold, scale)
-            _keep(x, y, mask, 2 * k + 1, z >> np.uint64(32), threshold, scale)
-    if n % 2 == 1:
-        z = splitmix64(key + np.uint64(n // 2) * SPLITMIX_GAMMA)
-        _keep(x, y, mask, n - 1, z & _LO, threshold, scale)
+        for b in range(chunks[c] // 8, chunks[c + 1] // 8):
+            acc = np.uint8(0)
+            for h in range(4):
+                k = 4 * b + h
+                z = splitmix64(key + np.uint64(k) * SPLITMIX_GAMMA)
+                k0 = (z & _LO) >= threshold
+                k1 = (z >> np.uint64(32)) >= threshold
+                y[2 * k] = x[2 * k] * (scale * k0)     # branch-free
+                y[2 * k + 1] = x[2 * k + 1] * (scale * k1)
+                acc |= (np.uint8(k0) << np.uint8(2 * h)) | (np.uint8(k1) << np.uint8(2 * h + 1))
+            bits[b] = acc
+    tail = n - n % 8   # the last, partial byte
+    if tail < n:
+        acc = np.uint8(0)
+        for i in range(tail, n):
+            keep = _u32(key, i) >= threshold
+            y[i] = x[i] * (scale * keep)
+            acc |= np.uint8(keep) << np.uint8(i - tail)
+        bits[tail // 8] = acc
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _bit(m, t):
+    return np.float32((m >> np.uint8(t)) & np.uint8(1))
 
 
 @nb.njit(parallel=True, cache=True, nogil=True, boundscheck=False)
-def _dropout_bwd(g, mask, gx, scale, chunks):
+def _dropout_bwd(g, bits, gx, scale, chunks):
+    n = g.shape[0]
     for c in nb.prange(chunks.shape[0] - 1):
-        for i in range(chunks[c], chunks[c + 1]):
-            gx[i] = g[i] * (scale * np.float32(mask[i]))
+        for b in range(chunks[c] // 8, chunks[c + 1] // 8):
+            m = bits[b]
+            for t in range(8):
+                gx[8 * b + t] = g[8 * b + t] * (scale * _bit(m, t))
+    tail = n - n % 8
+    for i in range(tail, n):
+        gx[i] = g[i] * (scale * _bit(bits[tail // 8], i - tail))
 
 
 def _threshold(p: float) -> np.uint64:
@@ -84,7 +110,7 @@ def dropout_mask_reference(n: int, p: float, key: int) -> np.ndarray:
 def _chunks(n: int) -> np.ndarray:
     # a fixed number of equal tasks (not one per thread): results never depend on threads
     parts = max(1, min(64, n // 4096))
-    bounds = np.linspace(0, n, parts + 1).astype(np.int64) & ~np.int64(1)  # even: whole pairs
+    bounds = np.linspace(0, n, parts + 1).astype(np.int64) & ~np.int64(7)  # whole mask bytes
     bounds[-1] = n
     return bounds
 
@@ -95,7 +121,7 @@ class _Dropout(torch.autograd.Function):
         xc = x.detach().contiguous()
         flat = xc.numpy().reshape(-1)
         y = torch.empty_like(xc)
-        mask = np.empty(flat.shape[0], dtype=np.uint8)
+        mask = np.empty((flat.shape[0] + 7) // 8, dtype=np.uint8)
         scale = flat.dtype.type(1.0 / (1.0 - p))
         chunks = _chunks(flat.shape[0])
         _dropout_fwd(flat, y.numpy().reshape(-1), mask, np.uint64(key), _threshold(p), scale,
