@@ -318,8 +318,10 @@ def headline(sections: dict) -> str:
                      f"{f3(cn['mrr'])})"), f"`{lk['command']}` ({_when(lk)})"])
     step, scale = _find(sections, "speed", "speed:step"), _find(sections, "speed", "speed:scale")
     if step:
+        t0 = step["tails"][0]
+        cpu = f", CPU {t0['cpu_ratio']:.3f}x" if t0.get("cpu_ratio") else ""
         rows.append(["one training step / its GEMMs alone (target <= 1.3)",
-                     f"{step['tails'][0]['ratio']:.3f}x", f"`{step['command']}` ({_when(step)})"])
+                     f"{t0['ratio']:.3f}x{cpu}", f"`{step['command']}` ({_when(step)})"])
     if scale:
         first, last = scale["rows"][0], scale["rows"][-1]
         if "alternation" in scale:      # issue 25's targets: CPU ratio beside wall, new bound

@@ -39,6 +39,7 @@ def _speed_record(bench: str, figures: list[dict]) -> dict:
         return {**base, "subgraph_nodes": steps[0]["subgraph_nodes_median"],
                 "target": steps[0]["target_ratio"],
                 "tails": [{"tail": r["tail"], "ratio": r["ratio_vs_gemm"],
+                           "cpu_ratio": r.get("cpu_ratio_vs_gemm"),
                            "rounds": [min(r["ratio_all"]), max(r["ratio_all"])],
                            "iteration_ms": r["iteration_ms"], "gemm_ms": r["gemm_alone_ms"],
                            "spmm_ms": r["spmm_ms"], "other_ms": r["other_ms"],
