@@ -43,9 +43,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     where a launcher can, it holds the socket instead, see :func:`store_socket`), and not one
     this process returned before, so jobs started together from one process differ."""
     for _ in range(64):
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
-                           socket.SOCK_STREAM) as s:
-            s.bind((host, 0))
+        with store_socket(host) as s:
             port = int(s.getsockname()[1])
         if port not in _GIVEN:
             break
