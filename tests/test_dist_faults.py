@@ -88,3 +88,26 @@ def test_store_port_is_never_free_while_ranks_start(tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_rendezvous_heartbeats_stop_on_the_calling_thread():
+    """The multi-host launcher stops torch's rendezvous keep-alive thread itself before it
+    drops the handler (else the handler can die on that thread, whose finalizer then joins
+    itself: 'cannot join current thread' on stderr, seen in CI); the private hook it uses
+    must still exist in this torch and stop the thread."""
+    import threading
+
+    from scalegnn.dist.launch import free_port
+    from scalegnn.dist.rdzv import Endpoint, open_rendezvous, stop_heartbeats
+
+    endpoint = Endpoint("127.0.0.1", free_port(), "127.0.0.1")
+    handler = open_rendezvous(endpoint, nnodes=1, serve=True, local_addr="127.0.0.1",
+                              timeout=30)
+
+    def beating():
+        return [t for t in threading.enumerate() if t.name.startswith("RendezvousKeepAlive")]
+
+    handler.next_rendezvous()
+    assert beating() and callable(getattr(handler, "_stop_heartbeats", None))
+    stop_heartbeats(handler)
+    assert not beating()

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scalegnn.dist.launch import ELASTIC_ENV, PEER_EXIT, RESUME_ENV, spawn_ranks, stop, store_socket
-from scalegnn.dist.rdzv import RUN_ID, Endpoint, RendezvousError, open_rendezvous, rendezvous_error
+from scalegnn.dist.rdzv import (RUN_ID, Endpoint, RendezvousError, open_rendezvous,
+                                rendezvous_error, stop_heartbeats)
 from scalegnn.dist.streams import ERROR_PREFIX, LineFilter, filtered_stderr, start_pump
 from scalegnn.engine.rundir import LOCK, RUN_FILES
 from scalegnn.errors import ConfigError, DistError
@@ -133,6 +134,8 @@ class HostAgent:
                 return 130
             except StoreLost:
                 raise self._lost_leader() from None
+            finally:
+                stop_heartbeats(handler)
 
     def _store(self, rnd_or_store, fn, *args):
         store = getattr(rnd_or_store, "store", rnd_or_store)

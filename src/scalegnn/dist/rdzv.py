@@ -164,6 +164,18 @@ def open_rendezvous(endpoint: Endpoint, *, nnodes: int, serve: bool, local_addr:
     return handler
 
 
+def stop_heartbeats(handler) -> None:
+    """Stop ``handler``'s keep-alive thread from the calling thread, before letting go of the
+    handler. torch's heartbeat callback holds the handler while it beats: were the launcher's
+    last reference dropped meanwhile, the handler would die on the heartbeat thread, whose
+    finalizer then joins that same thread ("Exception ignored ... cannot join current thread"
+    on stderr; seen in CI). Uses the handler's private ``_stop_heartbeats`` (a no-op where a
+    torch version has none)."""
+    stop = getattr(handler, "_stop_heartbeats", None)
+    if callable(stop):
+        stop()
+
+
 def _why(e: BaseException) -> str:
     cause = e.__cause__ or e
     text = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
