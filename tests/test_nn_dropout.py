@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from scalegnn.nn.dropout import FastDropout, _Dropout, dropout_mask_reference, fast_dropout
+from scalegnn.nn.dropout import (FastDropout, _chunks, _Dropout, _dropout_bwd, _dropout_fwd,
+                                 _threshold, dropout_mask_reference, fast_dropout)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 3), (37, 53), (64, 129)])
@@ -35,6 +36,33 @@ def test_bit_mask_across_tasks_and_last_byte(n):
     g = torch.randn(n, dtype=torch.float64)
     y.backward(g)
     torch.testing.assert_close(x.grad, torch.where(keep, g / 0.6, torch.zeros((), dtype=g.dtype)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [15, 16, 17, 4096 * 5 + 9])
+@pytest.mark.parametrize("p", [0.1, 0.5, 1 - 2.0**-34])   # the last: threshold 2^32, none kept
+def test_vector_blocks_bit_exact(dtype, n, p):
+    """The 16-element vector blocks and the scalar last ones give, bit for bit, the scalar
+    formula ``x · (scale · keep)`` (so a dropped -1 is -0.0 and a dropped inf is NaN) and the
+    reference mask packed little-endian, both ways."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(dtype)
+    x[::7] = -1.0
+    x[3::11] = np.inf
+    x[5::13] = np.nan
+    keep = dropout_mask_reference(n, p, 77)
+    scale = dtype(1.0 / (1.0 - p)) if p < 1 - 2.0**-40 else dtype(1.0)
+    y, bits = np.empty_like(x), np.empty((n + 7) // 8, np.uint8)
+    with np.errstate(invalid="ignore"):
+        expect = x * (scale * keep.astype(dtype))
+    _dropout_fwd(x, y, bits, np.uint64(77), _threshold(p), scale, _chunks(n))
+    assert np.array_equal(y.view(f"u{y.itemsize}"), expect.view(f"u{y.itemsize}"))
+    assert np.array_equal(bits, np.packbits(keep, bitorder="little"))
+    g, gx = x[::-1].copy(), np.empty_like(x)
+    _dropout_bwd(g, bits, gx, scale, _chunks(n))
+    with np.errstate(invalid="ignore"):
+        expect = g * (scale * keep.astype(dtype))
+    assert np.array_equal(gx.view(f"u{gx.itemsize}"), expect.view(f"u{gx.itemsize}"))
 
 
 def test_keep_fraction_and_mean_preserved():

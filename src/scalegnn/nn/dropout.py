@@ -9,6 +9,10 @@ one 5000x1024x512 GEMM per call at 2 threads (``scalegnn bench epoch``). Backwar
 ``g_x = g_y · m / (1 − p)``, with ``m`` kept as one bit per element (an eighth of the bytes
 of a byte mask, and no slower either way; recomputing it from the hash in the backward cost
 ~1.6x the pass).
+Both passes go 16 elements at a time as LLVM vector IR (:func:`_drop16`, :func:`_undrop16`:
+8 hashes in one vector, the keep mask compared in one go and stored as two bytes, the backward
+reading two mask bytes as a 16-lane select): 4-6x the forward's speed and ~2x the backward's of
+the scalar loops they replace (6229 x 1024 float32, 2 threads), same bits out.
 
 :class:`FastDropout` is a drop-in ``nn.Dropout``: host float32/float64 tensors in training mode
 take the kernel, anything else (eval mode, p = 0, CUDA, other dtypes) the torch module.
@@ -20,7 +24,12 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 import torch
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 from torch import nn
+
+from scalegnn.ops._vector_ir import I1, I16, I32, I64, VectorIR, lanes, splat
 
 SPLITMIX_GAMMA = np.uint64(0x9E3779B97F4A7C15)   # also keys scalegnn.dist's boundary draws
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -42,32 +51,69 @@ def _u32(key, i):
     return (z >> np.uint64(32)) if i % 2 else (z & _LO)
 
 
+@intrinsic
+def _drop16(typingctx, x, y, bits, i, key, threshold, scale):
+    """Elements ``i .. i+15`` (``i`` a multiple of 16): their 8 pair hashes as one <8 x i64>
+    splitmix64, read as 16 u32 (lane 2h the low half of hash h: little-endian), the keep
+    mask ``u >= threshold`` stored as 2 bytes of ``bits``, ``y = x · (keep ? scale : 0)``.
+    LLVM does not vectorize this from the scalar loop (the mask bits, the pair halves)."""
+    def codegen(context, builder, signature, args):
+        xv, yv, bv, i_, key_, thr_, sc_ = args
+        g = VectorIR(context, builder, signature)
+        vf = lanes(context.get_value_type(signature.args[0].dtype), 16)
+        z = builder.add(g.vec(builder.add(key_, builder.mul(builder.lshr(i_, I64(1)),
+                                                            I64(int(SPLITMIX_GAMMA)))), 8),
+                        ir.Constant(lanes(I64, 8), [h * int(SPLITMIX_GAMMA) % 2**64
+                                                    for h in range(8)]))
+        for shift, mult in ((30, _M1), (27, _M2)):
+            z = builder.mul(builder.xor(z, builder.lshr(z, splat(I64, shift, 8))),
+                            splat(I64, int(mult), 8))
+        z = builder.xor(z, builder.lshr(z, splat(I64, 31, 8)))
+        u = builder.zext(builder.bitcast(z, lanes(I32, 16)), lanes(I64, 16))
+        keep = builder.icmp_unsigned(">=", u, g.vec(thr_, 16))
+        builder.store(builder.bitcast(keep, I16), g.ptr(2, bv, builder.lshr(i_, I64(3)), I16),
+                      align=1)
+        factor = builder.select(keep, g.vec(sc_, 16), ir.Constant(vf, [0.0] * 16))
+        builder.store(builder.fmul(g.load(0, xv, i_, vf, 4), factor), g.ptr(1, yv, i_, vf),
+                      align=4)
+        return context.get_dummy_value()
+
+    return types.void(x, y, bits, types.uint64, types.uint64, types.uint64, x.dtype), codegen
+
+
+@intrinsic
+def _undrop16(typingctx, g, bits, gx, i, scale):
+    """``gx[i:i+16] = g[i:i+16] · (bit ? scale : 0)``, the 16 bits read as one i16 mask."""
+    def codegen(context, builder, signature, args):
+        gv, bv, gxv, i_, sc_ = args
+        ir_ = VectorIR(context, builder, signature)
+        vf = lanes(context.get_value_type(signature.args[0].dtype), 16)
+        keep = builder.bitcast(ir_.load(1, bv, builder.lshr(i_, I64(3)), I16, 1),
+                               lanes(I1, 16))
+        factor = builder.select(keep, ir_.vec(sc_, 16), ir.Constant(vf, [0.0] * 16))
+        builder.store(builder.fmul(ir_.load(0, gv, i_, vf, 4), factor), ir_.ptr(2, gxv, i_, vf),
+                      align=4)
+        return context.get_dummy_value()
+
+    return types.void(g, bits, gx, types.uint64, g.dtype), codegen
+
+
 @nb.njit(parallel=True, cache=True, nogil=True, boundscheck=False)
 def _dropout_fwd(x, y, bits, key, threshold, scale, chunks):
     """Flat contiguous x -> y, and the kept elements as bits (element i is bit i % 8 of
-    ``bits[i // 8]``); task c covers elements [chunks[c], chunks[c+1]) (bounds multiples of 8
-    but the last); one hash serves two elements, four make a byte."""
+    ``bits[i // 8]``); task c covers elements [chunks[c], chunks[c+1]) (bounds multiples of
+    16 but the last), 16 at a time (:func:`_drop16`), the last < 16 one by one."""
     n = x.shape[0]
+    full = n - n % 16
     for c in nb.prange(chunks.shape[0] - 1):
-        for b in range(chunks[c] // 8, chunks[c + 1] // 8):
-            acc = np.uint8(0)
-            for h in range(4):
-                k = 4 * b + h
-                z = splitmix64(key + np.uint64(k) * SPLITMIX_GAMMA)
-                k0 = (z & _LO) >= threshold
-                k1 = (z >> np.uint64(32)) >= threshold
-                y[2 * k] = x[2 * k] * (scale * k0)     # branch-free
-                y[2 * k + 1] = x[2 * k + 1] * (scale * k1)
-                acc |= (np.uint8(k0) << np.uint8(2 * h)) | (np.uint8(k1) << np.uint8(2 * h + 1))
-            bits[b] = acc
-    tail = n - n % 8   # the last, partial byte
-    if tail < n:
-        acc = np.uint8(0)
-        for i in range(tail, n):
-            keep = _u32(key, i) >= threshold
-            y[i] = x[i] * (scale * keep)
-            acc |= np.uint8(keep) << np.uint8(i - tail)
-        bits[tail // 8] = acc
+        for i in range(chunks[c], min(chunks[c + 1], full), 16):
+            _drop16(x, y, bits, np.uint64(i), key, threshold, scale)
+    for b in range(full // 8, bits.shape[0]):
+        bits[b] = 0
+    for i in range(full, n):
+        keep = _u32(key, i) >= threshold
+        y[i] = x[i] * (scale * keep)
+        bits[i // 8] |= np.uint8(keep) << np.uint8(i % 8)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -78,14 +124,12 @@ def _bit(m, t):
 @nb.njit(parallel=True, cache=True, nogil=True, boundscheck=False)
 def _dropout_bwd(g, bits, gx, scale, chunks):
     n = g.shape[0]
+    full = n - n % 16
     for c in nb.prange(chunks.shape[0] - 1):
-        for b in range(chunks[c] // 8, chunks[c + 1] // 8):
-            m = bits[b]
-            for t in range(8):
-                gx[8 * b + t] = g[8 * b + t] * (scale * _bit(m, t))
-    tail = n - n % 8
-    for i in range(tail, n):
-        gx[i] = g[i] * (scale * _bit(bits[tail // 8], i - tail))
+        for i in range(chunks[c], min(chunks[c + 1], full), 16):
+            _undrop16(g, bits, gx, np.uint64(i), scale)
+    for i in range(full, n):
+        gx[i] = g[i] * (scale * _bit(bits[i // 8], i % 8))
 
 
 def _threshold(p: float) -> np.uint64:
@@ -110,7 +154,7 @@ def dropout_mask_reference(n: int, p: float, key: int) -> np.ndarray:
 def _chunks(n: int) -> np.ndarray:
     # a fixed number of equal tasks (not one per thread): results never depend on threads
     parts = max(1, min(64, n // 4096))
-    bounds = np.linspace(0, n, parts + 1).astype(np.int64) & ~np.int64(7)  # whole mask bytes
+    bounds = np.linspace(0, n, parts + 1).astype(np.int64) & ~np.int64(15)  # 16-element blocks
     bounds[-1] = n
     return bounds
 

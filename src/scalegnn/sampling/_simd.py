@@ -25,8 +25,10 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
+from scalegnn.ops._vector_ir import I1, I32, I64, VectorIR
+
 W = 16   # lanes: one zmm of int32
-I1, I32, I64, F32 = ir.IntType(1), ir.IntType(32), ir.IntType(64), ir.FloatType()
+F32 = ir.FloatType()
 V_I1, V_I32, V_I64, V_F32 = (ir.VectorType(t, W) for t in (I1, I32, I64, F32))
 
 
@@ -41,26 +43,12 @@ def _host_has_avx512() -> bool:
 VECTOR_FILL = _host_has_avx512()
 
 
-class _IR:
-    """The vector IR pieces the blocks share, bound to one intrinsic's codegen call."""
+class _IR(VectorIR):
+    """The vector IR pieces the blocks share (16 lanes), bound to one intrinsic's codegen
+    call."""
 
-    def __init__(self, context, builder, signature):
-        self.cx, self.b, self.aty = context, builder, signature.args
-
-    def vec(self, v):
-        """``v`` broadcast to all lanes."""
-        vty = ir.VectorType(v.type, W)
-        return self.b.shuffle_vector(self.b.insert_element(ir.Constant(vty, None), v, I32(0)),
-                                     ir.Constant(vty, None), ir.Constant(V_I32, [0] * W))
-
-    def item(self, k, val, idx):
-        """Pointer to element ``idx`` of array argument ``k``."""
-        ary = self.cx.make_array(self.aty[k])(self.cx, self.b, val)
-        return cgutils.get_item_pointer(self.cx, self.b, self.aty[k], ary, [idx],
-                                        wraparound=False)
-
-    def load(self, k, val, idx, vty, align):
-        return self.b.load(self.b.bitcast(self.item(k, val, idx), vty.as_pointer()), align=align)
+    def vec(self, v, n=W):
+        return super().vec(v, n)
 
     def addrs(self, k, val, idx64):
         """<16 x ptr> to elements ``idx64`` (<16 x i64>) of array argument ``k``."""
@@ -68,11 +56,6 @@ class _IR:
         off = self.b.mul(idx64, ir.Constant(V_I64, [self.aty[k].dtype.bitwidth // 8] * W))
         return self.b.inttoptr(self.b.add(self.vec(self.b.ptrtoint(data, I64)), off),
                                ir.VectorType(data.type, W))
-
-    def call(self, name, ret, args):
-        fn = cgutils.get_or_insert_function(self.b.module, ir.FunctionType(
-            ret, [a.type for a in args]), name)
-        return self.b.call(fn, args)
 
     def gather32(self, ptrs, mask):
         return self.call("llvm.masked.gather.v16i32.v16p0", V_I32,
