@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from scalegnn.ops import _kernels as K
+from scalegnn.ops import _fused_kernels as K
 from scalegnn.ops.spmm import num_threads
 
 FUSED_ACTS = ("relu", "identity")
