@@ -1,9 +1,11 @@
 """Fused bias + act + norm vs the torch composition: values, gradients, gradcheck."""
 
+import numpy as np
 import pytest
 import torch
 
-from scalegnn.ops.fused import bias_act_norm, bias_act_norm_concat, bias_act_norm_reference
+from scalegnn.ops import _fused_kernels as K
+from scalegnn.ops.fused import _bounds, bias_act_norm, bias_act_norm_concat, bias_act_norm_reference
 
 
 def _params(d, dtype, seed=0):
@@ -81,3 +83,27 @@ def test_no_bias_and_fallback_for_other_acts():
     assert not torch.allclose(tanh, bias_act_norm(t, None, s, o, act="identity"))
     torch.testing.assert_close(bias_act_norm(t, None, s, o, act=torch.relu),
                                bias_act_norm_reference(t, None, s, o, act="relu"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_backward_does_not_depend_on_the_chunking(dtype):
+    """The backward's column sums gather over 32-row blocks in the input's precision; the
+    per-thread chunks are cut at multiples of 32 rows (``_bounds``), so any thread count gives
+    the same sums up to the float64 adding of the blocks (data-parallel ranks and a single
+    process must agree: Adam magnifies a gradient's rounding)."""
+    rng = np.random.default_rng(3)
+    n, d = 203, 40
+    t = rng.standard_normal((n, d)).astype(dtype)
+    b, s = (0.1 * rng.standard_normal(d)).astype(dtype), (1 + rng.random(d)).astype(dtype)
+    y, mean, rstd = np.empty((n, d), dtype), np.empty(n), np.empty(n)
+    K.bias_relu_norm_fwd(t, b, s, np.zeros(d, dtype), y, 0, mean, rstd, np.array([0, n]), True)
+    gy = rng.standard_normal((n, d)).astype(dtype)
+    outs = []
+    cuts = _bounds(n, 4)
+    assert cuts[0] == 0 and cuts[-1] == n and len(cuts) == 5 and not (cuts[1:-1] % 32).any()
+    for bounds in ([0, n], cuts, [0, 64, 96, n]):
+        gt, parts = np.empty_like(t), np.empty((len(bounds) - 1, 3, d))
+        K.bias_relu_norm_bwd(t, b, s, mean, rstd, gy, 0, gt, parts, np.array(bounds), True)
+        outs.append((gt, parts.sum(axis=0)))
+    assert np.array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-13, atol=1e-13)

@@ -69,8 +69,12 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, bounds, re
         for j in range(3):
             for c in range(d):
                 gparts[k, j, c] = 0.0
-        for i0 in range(bounds[k], bounds[k + 1], _TAIL_BLOCK):
-            for i in range(i0, min(i0 + _TAIL_BLOCK, bounds[k + 1])):
+        i0 = bounds[k]
+        while i0 < bounds[k + 1]:
+            # blocks end at multiples of _TAIL_BLOCK rows, as the chunks do (fused._bounds):
+            # each block's float32 sums then cover the same rows at any thread count
+            i1 = min((i0 // _TAIL_BLOCK + 1) * _TAIL_BLOCK, bounds[k + 1])
+            for i in range(i0, i1):
                 cst[2] = mean[i]
                 cst[3] = rstd[i]
                 mu, r = cst[2], cst[3]
@@ -101,6 +105,7 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, bounds, re
                 for c in range(d):
                     gparts[k, j, c] += acc[j, c]
                     acc[j, c] = zero
+            i0 = i1
 
 
 # --------------------------------------------------------------------------- fused L2 normalize

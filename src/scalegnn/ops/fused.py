@@ -42,8 +42,13 @@ def bias_act_norm_reference(t, bias, scale, offset, act="relu"):
 
 
 def _bounds(n: int, p: int) -> np.ndarray:
-    parts = max(1, min(p, n))
-    return np.linspace(0, n, parts + 1).astype(np.int64)
+    """Row chunks, one per thread, cut at multiples of the backward's row block
+    (``_fused_kernels._TAIL_BLOCK``): its blocks then hold the same rows at any thread count,
+    and so do their float32 column sums."""
+    parts = max(1, min(p, n // K._TAIL_BLOCK))
+    bounds = np.linspace(0, n, parts + 1).astype(np.int64) // K._TAIL_BLOCK * K._TAIL_BLOCK
+    bounds[-1] = n
+    return bounds
 
 
 def _as(p: torch.Tensor, dtype) -> np.ndarray:
