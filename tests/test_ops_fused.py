@@ -103,7 +103,9 @@ def test_backward_does_not_depend_on_the_chunking(dtype):
     assert cuts[0] == 0 and cuts[-1] == n and len(cuts) == 5 and not (cuts[1:-1] % 32).any()
     for bounds in ([0, n], cuts, [0, 64, 96, n]):
         gt, parts = np.empty_like(t), np.empty((len(bounds) - 1, 3, d))
-        K.bias_relu_norm_bwd(t, b, s, mean, rstd, gy, 0, gt, parts, np.array(bounds), True)
+        K.bias_relu_norm_bwd(t, b, s, mean.astype(dtype), rstd.astype(dtype), gy, 0, gt, parts,
+                             np.empty(parts.shape, dtype), np.array([0, 1 / d], dtype),
+                             np.array(bounds), True)
         outs.append((gt, parts.sum(axis=0)))
     assert np.array_equal(outs[0][0], outs[1][0])
     np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-13, atol=1e-13)

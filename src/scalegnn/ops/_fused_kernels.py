@@ -50,7 +50,8 @@ _TAIL_BLOCK = 32   # rows whose column sums gather in the input's precision befo
 
 
 @nb.njit(parallel=True, **_JIT_ROWSUM)
-def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, bounds, relu):
+def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, acc, consts, bounds,
+                       relu):
     """gy's columns ``col0 .. col0+d`` are this term's output gradient (as the forward wrote
     them); gparts[k] rows: 0 = Σ gy·ŷ (scale), 1 = Σ gy (offset), 2 = Σ g_a (bias) over chunk k.
 
@@ -58,26 +59,25 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, bounds, re
     float64 with a conversion per element, ~3.5x faster); the per-row sums carry ``reassoc``
     (several vector accumulators), and the column sums gather over blocks of
     ``_TAIL_BLOCK`` rows in the input's precision before they are added into the float64
-    ``gparts`` (a float64 read-modify-write per element and sum cost as much as the rest)."""
+    ``gparts`` (a float64 read-modify-write per element and sum cost as much as the rest).
+    The caller passes everything in the input's dtype: ``mean``/``rstd`` (the forward's row
+    stats), ``acc`` (chunks x 3 x d scratch) and ``consts`` = [0, 1/d]. Arrays allocated
+    inside the ``prange`` body would be hoisted out of it by numba and shared by the
+    threads (a race that made training nondeterministic)."""
     d = t.shape[1]
+    zero, rd = consts[0], consts[1]
     for k in nb.prange(bounds.shape[0] - 1):
-        cst = np.empty(4, t.dtype)   # constants and row stats cast to the input's dtype
-        cst[0] = 0.0
-        cst[1] = 1.0 / d
-        zero, rd = cst[0], cst[1]
-        acc = np.zeros((3, d), t.dtype)
         for j in range(3):
             for c in range(d):
                 gparts[k, j, c] = 0.0
+                acc[k, j, c] = zero
         i0 = bounds[k]
         while i0 < bounds[k + 1]:
             # blocks end at multiples of _TAIL_BLOCK rows, as the chunks do (fused._bounds):
             # each block's float32 sums then cover the same rows at any thread count
             i1 = min((i0 // _TAIL_BLOCK + 1) * _TAIL_BLOCK, bounds[k + 1])
             for i in range(i0, i1):
-                cst[2] = mean[i]
-                cst[3] = rstd[i]
-                mu, r = cst[2], cst[3]
+                mu, r = mean[i], rstd[i]
                 sg = zero
                 sgy = zero
                 for c in range(d):
@@ -86,8 +86,8 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, bounds, re
                         a = zero
                     yh = (a - mu) * r
                     g = gy[i, col0 + c]
-                    acc[0, c] += g * yh
-                    acc[1, c] += g
+                    acc[k, 0, c] += g * yh
+                    acc[k, 1, c] += g
                     gh = g * scale[c]
                     sg += gh
                     sgy += gh * yh
@@ -100,11 +100,11 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, bounds, re
                     if relu and a <= zero:
                         ga = zero
                     gt[i, c] = ga
-                    acc[2, c] += ga
+                    acc[k, 2, c] += ga
             for j in range(3):
                 for c in range(d):
-                    gparts[k, j, c] += acc[j, c]
-                    acc[j, c] = zero
+                    gparts[k, j, c] += acc[k, j, c]
+                    acc[k, j, c] = zero
             i0 = i1
 
 

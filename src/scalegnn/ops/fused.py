@@ -94,8 +94,11 @@ class _BiasActNorm(torch.autograd.Function):
             tn = t.detach().numpy()
             gt = torch.empty_like(t)
             parts = np.empty((bounds.shape[0] - 1, 3, t.shape[1]))
+            mean, rstd = (s.astype(tn.dtype) for s in stats[o])
             K.bias_relu_norm_bwd(tn, _as(biases[o], tn.dtype), _as(scales[o], tn.dtype),
-                                 *stats[o], gyn, int(col[o]), gt.numpy(), parts, bounds, relu)
+                                 mean, rstd, gyn, int(col[o]), gt.numpy(), parts,
+                                 np.empty(parts.shape, tn.dtype),
+                                 np.array([0.0, 1.0 / t.shape[1]], tn.dtype), bounds, relu)
             sums = torch.from_numpy(parts.sum(axis=0))     # chunk order: deterministic
             g_t.append(gt)
             g_bias.append(sums[2].to(biases[o].dtype))
