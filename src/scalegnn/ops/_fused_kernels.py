@@ -4,12 +4,115 @@ compositions in :mod:`scalegnn.ops.fused` and the tests)."""
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.core.errors import TypingError
+from numba.extending import intrinsic
 
-from scalegnn.ops._kernels import _FM, _JIT
+from scalegnn.ops._kernels import _JIT
+from scalegnn.ops._vector_ir import VectorIR, lanes
 
-# The row sums: 'reassoc' vectorizes them (a fixed lane order: same numbers at any thread
-# count; 6229 x 512 tail forward 6.6 -> 2.6 ms, backward 12.5 -> 6.8 ms CPU when it came).
-_JIT_ROWSUM = dict(_JIT, fastmath=_FM | {"reassoc"})
+# Strict IEEE kernels ('nsz' only), and the row sums as explicit vector IR in a fixed order
+# (_W lanes, then a fixed tree): the same bits wherever the arrays lie in memory and whether
+# numba compiled the kernels or loaded them from its cache. With 'reassoc' (how the row sums
+# were vectorized before) neither held: numba re-optimizes a parallel kernel when it links it,
+# and a process that had compiled the kernels and one that loaded them computed gradients 1
+# ulp apart (Adam grew that to 8e-6 in a weight within 3 steps; the data-parallel test failed
+# whenever CI's cache started empty); and a vectorized loop that also stores gets a runtime
+# overlap check whose vector and scalar versions rounded differently, so results depended on
+# the arrays' addresses (tests/test_kernel_cache_bits.py, tests/test_ops_fused.py). Without
+# 'reassoc' or the vector IR the sums do not vectorize: 2x slower tails.
+_JIT_ROWSUM = dict(_JIT, fastmath={"nsz"})
+_W = 16   # lanes of the row sums
+_F64 = ir.DoubleType()
+
+
+def _check_rows(*arrays):
+    for a in arrays:
+        if not isinstance(a, types.Array) or a.layout != "C":
+            raise TypingError(f"row sums need C-contiguous arrays, got {a}")
+
+
+def _relu(b, a, relu):
+    """``a`` with its lanes below 0 set to 0 where ``relu`` (NaN stays NaN)."""
+    zero = ir.Constant(a.type, [0.0] * a.type.count)
+    neg = b.and_(b.fcmp_ordered("<", a, zero), relu)
+    return b.select(neg, zero, a)
+
+
+def _f64(b, v):
+    return v if v.type.element == _F64 else b.fpext(v, lanes(_F64, v.type.count))
+
+
+@intrinsic
+def _stats16(typingctx, t, bias, i, stop, relu):
+    """(Σ a, Σ a²) in float64 over ``c < stop`` (a multiple of _W) of row i, a = relu(t[i, c]
+    + bias[c]) in t's precision."""
+    _check_rows(t, bias)
+
+    def codegen(context, builder, signature, args):
+        tv, bv, i_, stop_, relu_ = args
+        g = VectorIR(context, builder, signature)
+        vt = lanes(context.get_value_type(signature.args[0].dtype), _W)
+        rl = g.vec(relu_, _W)
+
+        def terms(c):
+            a = builder.fadd(builder.load(g.row_ptr(0, tv, i_, c, vt), align=4),
+                             builder.load(g.ptr(1, bv, c, vt), align=4))
+            a = _f64(builder, _relu(builder, a, rl))
+            return [a, builder.fmul(a, a)]
+        sums = g.sum_loop(stop_, _W, [lanes(_F64, _W)] * 2, terms)
+        return context.make_tuple(builder, signature.return_type, sums)
+
+    return types.UniTuple(types.float64, 2)(t, bias, types.int64, types.int64,
+                                            types.boolean), codegen
+
+
+@intrinsic
+def _grad_sums16(typingctx, t, bias, scale, gy, col0, i, mu, r, stop, relu):
+    """(Σ gŷ, Σ gŷ·ŷ) in t's precision over ``c < stop`` of row i: gŷ = gy[i, col0 + c]·scale[c],
+    ŷ = (relu(t[i, c] + bias[c]) − mu)·r."""
+    _check_rows(t, bias, scale, gy)
+
+    def codegen(context, builder, signature, args):
+        tv, bv, sv, gv, col0_, i_, mu_, r_, stop_, relu_ = args
+        g = VectorIR(context, builder, signature)
+        vt = lanes(context.get_value_type(signature.args[0].dtype), _W)
+        rl, vmu, vr = g.vec(relu_, _W), g.vec(mu_, _W), g.vec(r_, _W)
+
+        def terms(c):
+            a = builder.fadd(builder.load(g.row_ptr(0, tv, i_, c, vt), align=4),
+                             builder.load(g.ptr(1, bv, c, vt), align=4))
+            yh = builder.fmul(builder.fsub(_relu(builder, a, rl), vmu), vr)
+            gh = builder.fmul(builder.load(g.row_ptr(3, gv, i_, builder.add(col0_, c), vt),
+                                           align=4),
+                              builder.load(g.ptr(2, sv, c, vt), align=4))
+            return [gh, builder.fmul(gh, yh)]
+        sums = g.sum_loop(stop_, _W, [vt] * 2, terms)
+        return context.make_tuple(builder, signature.return_type, sums)
+
+    return types.UniTuple(t.dtype, 2)(t, bias, scale, gy, types.int64, types.int64, t.dtype,
+                                      t.dtype, types.int64, types.boolean), codegen
+
+
+@intrinsic
+def _dot16(typingctx, x, z, i, stop):
+    """Σ x[i, c]·z[i, c] in float64 over ``c < stop`` (a multiple of _W)."""
+    _check_rows(x, z)
+
+    def codegen(context, builder, signature, args):
+        xv, zv, i_, stop_ = args
+        g = VectorIR(context, builder, signature)
+        vt = lanes(context.get_value_type(signature.args[0].dtype), _W)
+
+        def terms(c):
+            return [builder.fmul(_f64(builder, builder.load(g.row_ptr(0, xv, i_, c, vt),
+                                                            align=4)),
+                                 _f64(builder, builder.load(g.row_ptr(1, zv, i_, c, vt),
+                                                            align=4)))]
+        return g.sum_loop(stop_, _W, [lanes(_F64, _W)], terms)[0]
+
+    return types.float64(x, z, types.int64, types.int64), codegen
 
 
 # --------------------------------------------------------------------------- fused layer tail
@@ -24,11 +127,11 @@ def bias_relu_norm_fwd(t, b, scale, offset, y, col0, mean, rstd, bounds, relu):
     """Rows of t (n x d) -> columns ``col0 .. col0+d`` of y (n x D, D >= col0 + d): one term
     of a concat layer writes its block of the layer's output in place."""
     d = t.shape[1]
+    dv = d - d % _W
     for k in nb.prange(bounds.shape[0] - 1):
         for i in range(bounds[k], bounds[k + 1]):
-            s = 0.0
-            s2 = 0.0
-            for c in range(d):
+            s, s2 = _stats16(t, b, i, dv, relu)
+            for c in range(dv, d):
                 a = t[i, c] + b[c]
                 if relu and a < 0:
                     a = 0.0
@@ -56,8 +159,8 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, acc, const
     them); gparts[k] rows: 0 = Σ gy·ŷ (scale), 1 = Σ gy (offset), 2 = Σ g_a (bias) over chunk k.
 
     Everything per element runs in the input's precision (float32: 16 lanes, not the 4 of
-    float64 with a conversion per element, ~3.5x faster); the per-row sums carry ``reassoc``
-    (several vector accumulators), and the column sums gather over blocks of
+    float64 with a conversion per element, ~3.5x faster); the per-row sums are vector IR
+    (:func:`_grad_sums16`), and the column sums gather over blocks of
     ``_TAIL_BLOCK`` rows in the input's precision before they are added into the float64
     ``gparts`` (a float64 read-modify-write per element and sum cost as much as the rest).
     The caller passes everything in the input's dtype: ``mean``/``rstd`` (the forward's row
@@ -65,6 +168,7 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, acc, const
     inside the ``prange`` body would be hoisted out of it by numba and shared by the
     threads (a race that made training nondeterministic)."""
     d = t.shape[1]
+    dv = d - d % _W
     zero, rd = consts[0], consts[1]
     for k in nb.prange(bounds.shape[0] - 1):
         for j in range(3):
@@ -78,28 +182,26 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, acc, const
             i1 = min((i0 // _TAIL_BLOCK + 1) * _TAIL_BLOCK, bounds[k + 1])
             for i in range(i0, i1):
                 mu, r = mean[i], rstd[i]
-                sg = zero
-                sgy = zero
-                for c in range(d):
+                sg, sgy = _grad_sums16(t, b, scale, gy, col0, i, mu, r, dv, relu)
+                for c in range(dv, d):
                     a = t[i, c] + b[c]
                     if relu and a < zero:   # (not max(): a NaN stays NaN)
                         a = zero
-                    yh = (a - mu) * r
-                    g = gy[i, col0 + c]
-                    acc[k, 0, c] += g * yh
-                    acc[k, 1, c] += g
-                    gh = g * scale[c]
+                    gh = gy[i, col0 + c] * scale[c]
                     sg += gh
-                    sgy += gh * yh
+                    sgy += gh * ((a - mu) * r)
                 sg *= rd
                 sgy *= rd
                 for c in range(d):
                     a = t[i, c] + b[c]
                     yh = ((zero if relu and a < zero else a) - mu) * r
-                    ga = r * (gy[i, col0 + c] * scale[c] - sg - yh * sgy)
+                    g = gy[i, col0 + c]
+                    ga = r * (g * scale[c] - sg - yh * sgy)
                     if relu and a <= zero:
                         ga = zero
                     gt[i, c] = ga
+                    acc[k, 0, c] += g * yh
+                    acc[k, 1, c] += g
                     acc[k, 2, c] += ga
             for j in range(3):
                 for c in range(d):
@@ -119,10 +221,11 @@ def l2_normalize_fwd(x, y, inv, bounds, eps):
     """``y[i] = x[i] · inv[i]`` with ``inv[i] = 1 / max(‖x[i]‖, eps)``; ``inv[i]`` is stored
     negated when the norm was below ``eps`` (the clamp: no gradient through the norm)."""
     d = x.shape[1]
+    dv = d - d % _W
     for k in nb.prange(bounds.shape[0] - 1):
         for i in range(bounds[k], bounds[k + 1]):
-            s = 0.0
-            for c in range(d):
+            s = _dot16(x, x, i, dv)
+            for c in range(dv, d):
                 s += np.float64(x[i, c]) * x[i, c]
             nrm = np.sqrt(s)
             r = 1.0 / max(nrm, eps)
@@ -136,12 +239,14 @@ def l2_normalize_fwd(x, y, inv, bounds, eps):
 def l2_normalize_bwd(y, gy, gx, inv, bounds):
     """``gx[i] = (gy[i] − y[i]·(gy[i]·y[i])) · inv[i]`` (``gy[i] · |inv[i]|`` for clamped rows)."""
     d = y.shape[1]
+    dv = d - d % _W
     for k in nb.prange(bounds.shape[0] - 1):
         for i in range(bounds[k], bounds[k + 1]):
             r = inv[i]
             dot = 0.0
             if r > 0:
-                for c in range(d):
+                dot = _dot16(gy, y, i, dv)
+                for c in range(dv, d):
                     dot += np.float64(gy[i, c]) * y[i, c]
             else:
                 r = -r

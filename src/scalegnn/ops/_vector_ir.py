@@ -1,6 +1,7 @@
 """LLVM vector IR helpers for numba intrinsics that need what LLVM does not derive from scalar
-loops (compressed stores, gathers, masks as integers): the induction blocks of
-:mod:`scalegnn.sampling._simd` and the dropout blocks of :mod:`scalegnn.nn.dropout`."""
+loops (compressed stores, gathers, masks as integers, sums in a fixed order): the induction
+blocks of :mod:`scalegnn.sampling._simd`, the dropout blocks of :mod:`scalegnn.nn.dropout` and
+the row sums of :mod:`scalegnn.ops._fused_kernels`."""
 
 from llvmlite import ir
 from numba.core import cgutils
@@ -49,3 +50,35 @@ class VectorIR:
         fn = cgutils.get_or_insert_function(self.b.module, ir.FunctionType(
             ret, [a.type for a in args]), name)
         return self.b.call(fn, args)
+
+    def row_ptr(self, k, val, i, c, ty):
+        """Pointer to ``ty`` (a vector) at element ``[i, c]`` of 2-D array argument ``k``."""
+        ary = self.cx.make_array(self.aty[k])(self.cx, self.b, val)
+        p = cgutils.get_item_pointer(self.cx, self.b, self.aty[k], ary, [i, c],
+                                     wraparound=False)
+        return self.b.bitcast(p, ty.as_pointer())
+
+    def hsum(self, v):
+        """The lanes of ``v`` added in a fixed tree (halves, then halves of that), no
+        fast-math flag: the same bits however LLVM optimizes the code around it."""
+        n = v.type.count
+        while n > 1:
+            n //= 2
+            lo = self.b.shuffle_vector(v, v, ir.Constant(ir.VectorType(I32, n), list(range(n))))
+            hi = self.b.shuffle_vector(v, v, ir.Constant(ir.VectorType(I32, n),
+                                                         list(range(n, 2 * n))))
+            v = self.b.fadd(lo, hi)
+        return self.b.extract_element(v, I32(0))
+
+    def sum_loop(self, stop, width: int, acc_types, terms):
+        """Vector sums over ``c = 0, width, 2·width, ... < stop`` (an i64, a multiple of
+        ``width``): ``terms(c)`` gives one vector per sum, added lane by lane into
+        accumulators of ``acc_types``; returns each sum's :meth:`hsum`. The order of every
+        addition is fixed by this IR (no 'reassoc'), unlike a vectorized scalar loop."""
+        accs = [cgutils.alloca_once_value(self.b, ir.Constant(t, None)) for t in acc_types]
+        for acc, t in zip(accs, acc_types):
+            self.b.store(ir.Constant(t, [0.0] * t.count), acc)
+        with cgutils.for_range_slice(self.b, I64(0), stop, I64(width), intp=I64) as (c, _):
+            for acc, term in zip(accs, terms(c)):
+                self.b.store(self.b.fadd(self.b.load(acc), term), acc)
+        return [self.hsum(self.b.load(acc)) for acc in accs]
