@@ -18,11 +18,12 @@ from scalegnn.ops._vector_ir import VectorIR, lanes
 # were vectorized before) neither held: numba re-optimizes a parallel kernel when it links it,
 # and a process that had compiled the kernels and one that loaded them computed gradients 1
 # ulp apart (Adam grew that to 8e-6 in a weight within 3 steps; the data-parallel test failed
-# whenever CI's cache started empty); and a vectorized loop that also stores gets a runtime
-# overlap check whose vector and scalar versions rounded differently, so results depended on
-# the arrays' addresses (tests/test_kernel_cache_bits.py, tests/test_ops_fused.py). Without
+# whenever CI's cache started empty). A variant with serial kernels failed the other way: a
+# 'reassoc' loop that also stores gets a runtime overlap check from LLVM's vectorizer, its
+# vector and scalar versions rounded differently, and results depended on the arrays'
+# addresses (tests/test_kernel_cache_bits.py, tests/test_ops_fused.py check both). Without
 # 'reassoc' or the vector IR the sums do not vectorize: 2x slower tails.
-_JIT_ROWSUM = dict(_JIT, fastmath={"nsz"})
+_JIT_STRICT = dict(_JIT, fastmath={"nsz"})
 _W = 16   # lanes of the row sums
 _F64 = ir.DoubleType()
 
@@ -122,7 +123,7 @@ def _dot16(typingctx, x, z, i, stop):
 # sums (gradients of b, scale, offset) are accumulated per chunk and reduced by the caller in
 # chunk order, so results do not depend on scheduling.
 
-@nb.njit(parallel=True, **_JIT_ROWSUM)
+@nb.njit(parallel=True, **_JIT_STRICT)
 def bias_relu_norm_fwd(t, b, scale, offset, y, col0, mean, rstd, bounds, relu):
     """Rows of t (n x d) -> columns ``col0 .. col0+d`` of y (n x D, D >= col0 + d): one term
     of a concat layer writes its block of the layer's output in place."""
@@ -152,7 +153,7 @@ def bias_relu_norm_fwd(t, b, scale, offset, y, col0, mean, rstd, bounds, relu):
 _TAIL_BLOCK = 32   # rows whose column sums gather in the input's precision before a flush
 
 
-@nb.njit(parallel=True, **_JIT_ROWSUM)
+@nb.njit(parallel=True, **_JIT_STRICT)
 def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, acc, consts, bounds,
                        relu):
     """gy's columns ``col0 .. col0+d`` are this term's output gradient (as the forward wrote
@@ -216,7 +217,7 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, acc, const
 # (row sum of squares, scaled write) and 2 backward (row dot g·y, write). Row norms and dots
 # accumulate in float64; rows split into ``bounds`` chunks, one output row per thread.
 
-@nb.njit(parallel=True, **_JIT_ROWSUM)
+@nb.njit(parallel=True, **_JIT_STRICT)
 def l2_normalize_fwd(x, y, inv, bounds, eps):
     """``y[i] = x[i] · inv[i]`` with ``inv[i] = 1 / max(‖x[i]‖, eps)``; ``inv[i]`` is stored
     negated when the norm was below ``eps`` (the clamp: no gradient through the norm)."""
@@ -235,7 +236,7 @@ def l2_normalize_fwd(x, y, inv, bounds, eps):
             inv[i] = r if nrm >= eps else -r
 
 
-@nb.njit(parallel=True, **_JIT_ROWSUM)
+@nb.njit(parallel=True, **_JIT_STRICT)
 def l2_normalize_bwd(y, gy, gx, inv, bounds):
     """``gx[i] = (gy[i] − y[i]·(gy[i]·y[i])) · inv[i]`` (``gy[i] · |inv[i]|`` for clamped rows)."""
     d = y.shape[1]
