@@ -1,7 +1,8 @@
 """The numba float kernels give the same bits whether a process compiled them or loaded them
-from numba's cache (``cache=True``). With fastmath 'contract', the float32 fused-tail backward
-fused multiply-adds differently in the two cases, so data-parallel ranks that loaded the
-kernels and a process that had compiled them disagreed in a weight by 8e-6 after 3 Adam steps
+from numba's cache (``cache=True``). With fastmath 'reassoc' on its row sums, the float32
+fused-tail backward summed in a different order in the two cases (numba re-optimizes a
+parallel kernel when it links it), so data-parallel ranks that loaded the kernels and a
+process that had compiled them disagreed in a weight by 8e-6 after 3 Adam steps
 (tests/test_dist_data_parallel.py failed only in CI, where the cache starts empty).
 
 Run as a script, this file prints one digest per kernel output; the test runs it twice on an

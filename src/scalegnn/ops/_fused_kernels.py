@@ -165,9 +165,9 @@ def bias_relu_norm_bwd(t, b, scale, mean, rstd, gy, col0, gt, gparts, acc, const
     ``_TAIL_BLOCK`` rows in the input's precision before they are added into the float64
     ``gparts`` (a float64 read-modify-write per element and sum cost as much as the rest).
     The caller passes everything in the input's dtype: ``mean``/``rstd`` (the forward's row
-    stats), ``acc`` (chunks x 3 x d scratch) and ``consts`` = [0, 1/d]. Arrays allocated
-    inside the ``prange`` body would be hoisted out of it by numba and shared by the
-    threads (a race that made training nondeterministic)."""
+    stats), ``acc`` (chunks x 3 x d scratch, chunk k's own) and ``consts`` = [0, 1/d]: numba
+    hoists arrays allocated inside a ``prange`` body out of the loop, so scratch allocated
+    there is not plainly each chunk's."""
     d = t.shape[1]
     dv = d - d % _W
     zero, rd = consts[0], consts[1]

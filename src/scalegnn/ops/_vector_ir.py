@@ -75,9 +75,8 @@ class VectorIR:
         ``width``): ``terms(c)`` gives one vector per sum, added lane by lane into
         accumulators of ``acc_types``; returns each sum's :meth:`hsum`. The order of every
         addition is fixed by this IR (no 'reassoc'), unlike a vectorized scalar loop."""
-        accs = [cgutils.alloca_once_value(self.b, ir.Constant(t, None)) for t in acc_types]
-        for acc, t in zip(accs, acc_types):
-            self.b.store(ir.Constant(t, [0.0] * t.count), acc)
+        accs = [cgutils.alloca_once_value(self.b, ir.Constant(t, [0.0] * t.count))
+                for t in acc_types]
         with cgutils.for_range_slice(self.b, I64(0), stop, I64(width), intp=I64) as (c, _):
             for acc, term in zip(accs, terms(c)):
                 self.b.store(self.b.fadd(self.b.load(acc), term), acc)
