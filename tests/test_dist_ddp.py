@@ -6,12 +6,15 @@ within the wire type's precision; DDP's buckets sized to the model."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
+from torch.nn.parallel import DistributedDataParallel
 
 from gloo_helpers import join, leave, spawn
-from scalegnn.dist.ddp import bucket_cap_mb
+from scalegnn.dist.ddp import bucket_cap_mb, no_buffer_sync
 
 pytestmark = pytest.mark.dist
 
@@ -78,3 +81,18 @@ def test_buckets_are_sized_to_the_model():
     assert bucket_cap_mb(mid) == pytest.approx((1024 * 1024 + 1024) * 4 / 4 / 2**20)
     big = torch.nn.Linear(8192, 8192)  # 256 MiB -> DDP's cap
     assert bucket_cap_mb(big) == 25.0
+
+
+def test_buffer_sync_keyword_fits_the_installed_torch():
+    """torch 2.13 renamed DDP's ``broadcast_buffers`` to ``forward_sync_buffers``; a torch
+    without the new name (2.11, as on a CUDA machine seen here) gets the old one."""
+    def before_2_13(self, module, device_ids=None, broadcast_buffers=True, process_group=None):
+        pass
+
+    def from_2_13(self, module, broadcast_buffers=None, forward_sync_buffers=None):
+        pass
+
+    assert no_buffer_sync(before_2_13) == {"broadcast_buffers": False}
+    assert no_buffer_sync(from_2_13) == {"forward_sync_buffers": False}
+    (key,) = no_buffer_sync()                  # the installed torch takes the one chosen
+    assert key in inspect.signature(DistributedDataParallel.__init__).parameters

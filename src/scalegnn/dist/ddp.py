@@ -22,6 +22,7 @@ last gradient, and nothing would overlap.
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import torch
@@ -51,6 +52,15 @@ def bucket_cap_mb(model: torch.nn.Module, *, buckets: int = 4) -> float:
     return min(25.0, max(0.25, nbytes / buckets / 2**20))
 
 
+def no_buffer_sync(ddp_init=DistributedDataParallel.__init__) -> dict:
+    """The DDP keyword that turns off the per-forward broadcast of buffers (the models have
+    none to keep in step): ``forward_sync_buffers`` from torch 2.13, which deprecates the
+    ``broadcast_buffers`` of earlier versions (a CUDA machine's torch 2.11 has only that)."""
+    if "forward_sync_buffers" in inspect.signature(ddp_init).parameters:
+        return {"forward_sync_buffers": False}
+    return {"broadcast_buffers": False}
+
+
 class GradientSync:
     """DDP around ``model`` on ``shard``'s process group; ``module`` is what forward calls
     (``model(*inputs)``, or ``forward(model, *inputs)`` when given)."""
@@ -63,7 +73,7 @@ class GradientSync:
         self.module = DistributedDataParallel(
             model if forward is None else _Call(model, forward),
             device_ids=[device] if device.type == "cuda" else None,
-            process_group=shard.group, forward_sync_buffers=False,
+            process_group=shard.group, **no_buffer_sync(),
             bucket_cap_mb=bucket_cap_mb(model) if bucket_mb is None else bucket_mb)
         self.module.register_comm_hook(self, _all_reduce_hook)
         self.reset()
