@@ -77,3 +77,43 @@ def test_bench_eval_json(capsys):
     for r in (small, whole):
         assert_cost(r, "call")
         assert r["calls_timed"] == 1 and r["wall_s"] == pytest.approx(r["time_s"])
+
+
+def _step_trainer_and_batches(device="cpu"):
+    import argparse
+
+    from scalegnn.bench.step import _batches, step_config
+    from scalegnn.data import load_dataset
+    from scalegnn.train.trainer import Trainer
+    args = argparse.Namespace(hidden=32, arch="1-0-1-0", dropout=0.1, flush_denormal=True,
+                              threads=2, size_subgraph=300, size_frontier=50, repeat=2, seed=0)
+    ds = load_dataset("kronecker:10:4", seed=0)
+    trainer = Trainer(ds, step_config(args, ds.multilabel), None, device=device, progress=False)
+    return trainer, _batches(trainer, args)
+
+
+def test_device_rounds_count_every_tensor_a_step_moves():
+    """``bench step --device``'s rounds, run on the CPU device: the bytes are the batch's
+    tensors plus both directions of its CSR, and the step times are the trainer's."""
+    from scalegnn.bench.device import batch_tensors, device_rounds
+    trainer, batches = _step_trainer_and_batches()
+    b = batches[1]
+    want = (b.x.numel() * 4 + b.y.numel() * b.y.element_size() + b.loss_weight.numel() * 4
+            + 2 * ((b.num_nodes + 1) * 8 + b.num_edges * (8 + 4)))
+    assert sum(t.numel() * t.element_size() for t in batch_tensors(b, torch.float32)) == want
+    r = device_rounds(trainer, batches, torch.device("cpu"))
+    assert r["device"] == "cpu" and r["iterations_timed"] == 2 and r["cuda_peak_mb"] is None
+    assert r["transfer_bytes"] > 0 and r["iteration_ms"] > 0
+    assert len(r["iteration_ms_all"]) == 2
+    assert_cost(r, "iteration")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_bench_step_on_cuda(capsys):
+    assert main(["bench", "step", "--dataset", "kronecker:10:4", "--size-subgraph", "300",
+                 "--size-frontier", "50", "--hidden", "32", "--repeat", "2",
+                 "--device", "cuda"]) == 0
+    (r,) = _lines(capsys)
+    assert r["device"].startswith("cuda") and r["cuda_peak_mb"] > 0
+    assert r["transfer_bytes"] > 0 and r["pinned_transfer_ms"] > 0
+    assert r["iteration_gpu_ms"] > 0 and r["iteration_ms"] >= r["transfer_ms"]

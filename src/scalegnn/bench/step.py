@@ -31,6 +31,10 @@ bias + act + norm tail computed by the plain torch composition
 (``ops.fused.bias_act_norm_reference``, ~20 ops), patched into the model for this benchmark
 only, to show what the fused tail saves; ``--tail both`` reports both on the same subgraphs,
 initial weights and dropout seed. ``--no-flush-denormal`` measures the opt-out.
+
+``--device cuda`` runs the same steps on a GPU instead and reports, per subgraph, the transfer
+of the batch to the GPU and the synchronized step (:mod:`scalegnn.bench.device`); the GEMM
+split, the profile and the host-memory fields are the CPU benchmark's and are left out there.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import numpy as np
 import torch
 
 from scalegnn.batch import Batch
+from scalegnn.bench.device import device_rounds
 from scalegnn.bench.gemm import (GemmReplay, GemmTemplate, gemm_flops, profile_top, quiet_stderr,
                                  record_gemms)
 from scalegnn.bench.measure import Clock
@@ -80,6 +85,8 @@ def add_arguments(p):
                         "--no-flush-denormal: Adam's denormal second moments computed as such)")
     p.add_argument("--tail", choices=["model", "torch", "both"], default="model",
                    help="layer tail: the model's (fused, default), plain torch ops, or both")
+    p.add_argument("--device", default="cpu",
+                   help="cpu (default) or cuda[:N]: the step on a GPU, with the batch's transfer")
     name_flags(p)
 
 
@@ -247,9 +254,19 @@ def run(args) -> int:
 def _run(args) -> int:
     t0 = time.perf_counter()
     ds = load_dataset(args.dataset, seed=args.seed)
-    trainer = Trainer(ds, step_config(args, ds.multilabel), None, seed=args.seed, progress=False)
+    trainer = Trainer(ds, step_config(args, ds.multilabel), None, seed=args.seed,
+                      device=args.device, progress=False)
     batches = _batches(trainer, args)
     t_prep = time.perf_counter() - t0
+    if trainer.device.type != "cpu":
+        print(json.dumps({"bench": "step", "dataset": args.dataset, "arch": args.arch,
+                          "hidden": args.hidden, "threads": num_threads(),
+                          "repeat": len(batches) - 1,
+                          "subgraph_nodes_median": float(np.median([b.num_nodes
+                                                                    for b in batches[1:]])),
+                          "prep_s": t_prep, **device_rounds(trainer, batches, trainer.device)}),
+              flush=True)
+        return 0
     init = copy.deepcopy(trainer.model.state_dict())
     lr = trainer.config.params["lr"]
     dtype = next(trainer.model.parameters()).dtype
