@@ -40,7 +40,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
-    ap.add_argument("--mem-gib", type=float, default=4.0, help="address-space limit per case")
+    ap.add_argument("--mem-gib", type=float, default=4.0,
+                    help="address space per case beyond the forked zygote's own")
     ap.add_argument("--failures", help="JSONL file of the cases with a problem")
     ap.add_argument("--progress", type=int, default=0, help="print a count every N cases")
     args = ap.parse_args(argv)

@@ -5,7 +5,8 @@
   its exit code (returned or from SystemExit) and its captured stdout/stderr. Nothing is run.
 * :class:`Zygote`: a command line the parser accepts runs in a child forked from a helper
   process that imported scalegnn and never computed (so no thread pool is inherited), under an
-  address-space limit (``RLIMIT_AS``) and a time limit, with the case folder as its working
+  address-space limit (``RLIMIT_AS``: the zygote's own mappings plus the case's allowance; a
+  CUDA build of torch maps gigabytes of libraries at import) and a time limit, with the case folder as its working
   directory and its HOME and TMPDIR inside it, in its own process group (killed whole on
   timeout). ``dist-train``'s launchers are stubbed: its pre-launch checks run, no rank starts.
 * :func:`problems`: what is wrong with an outcome: an exit code other than 0 or 2, a traceback,
@@ -204,6 +205,12 @@ def _fork_one(req: dict) -> dict:
             "cpu_s": usage.ru_utime + usage.ru_stime, "maxrss_mb": usage.ru_maxrss / 1024}
 
 
+def mapped_bytes() -> int:
+    """This process's address space now (``VmSize``: /proc/self/statm's first field)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def _child(req: dict):
     rc = 70
     try:
@@ -216,7 +223,8 @@ def _child(req: dict):
         home = Path(req["cwd"]) / "home"
         os.environ.update(HOME=str(home), TMPDIR=str(Path(req["cwd"]) / "tmp"))
         tempfile.tempdir = None
-        resource.setrlimit(resource.RLIMIT_AS, (req["mem"], req["mem"]))
+        limit = mapped_bytes() + req["mem"]
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         sys.argv = ["scalegnn", *req["argv"]]
         try:
             rc = cli.main(req["argv"])

@@ -25,7 +25,7 @@ from cli_fuzz_files import FileSpec, build_fixtures
 from cli_fuzz_runner import Zygote, problems, run_case, snapshot
 from scalegnn.bench.child import child_main
 
-MEM_BYTES = 4 << 30     # address space per case
+MEM_BYTES = 4 << 30     # address space per case, beyond what the forked zygote maps
 TIMEOUT_S = 60.0        # per case; the cases below take 0.1-3 s
 DEEP = int(os.environ.get("SCALEGNN_FUZZ_EXAMPLES", "0"))
 EXAMPLES = DEEP or 100
