@@ -13,6 +13,7 @@ Exit status 1 when any case differs by more than ``--tol`` (relative, default 1e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import sys
@@ -77,7 +78,10 @@ def grads(trainer, batch):
     return loss, logits, [p.grad for p in trainer.params]
 
 
-def check(name, net, extra, ds, dev) -> dict:
+def check(name, net, extra, ds, dev, other=contextlib.nullcontext) -> dict:
+    """One case: a trainer on the CPU (the kernels) and one on ``dev`` from the same weights;
+    the second side runs inside ``other()`` (``scalegnn.ops.route.torch_ops``: a CPU taking the
+    GPU's torch-op path, as ``tests/test_torch_path.py`` does)."""
     cfg = config_for(net, extra)
     cpu = Trainer(ds, copy.deepcopy(cfg), None, seed=1, device="cpu", progress=False)
     gpu = Trainer(ds, copy.deepcopy(cfg), None, seed=1, device=dev, progress=False)
@@ -88,18 +92,22 @@ def check(name, net, extra, ds, dev) -> dict:
     lc, yc, gc = grads(cpu, copy.deepcopy(batch))
     t_cpu = time.perf_counter() - t0
     sync = torch.cuda.synchronize if gpu.device.type == "cuda" else (lambda: None)
-    grads(gpu, copy.deepcopy(batch))                    # warm-up (handles, kernels)
-    sync()
-    t0 = time.perf_counter()
-    lg, yg, gg = grads(gpu, copy.deepcopy(batch))
-    sync()
+    with other():
+        grads(gpu, copy.deepcopy(batch))                    # warm-up (handles, kernels)
+        sync()
+        t0 = time.perf_counter()
+        lg, yg, gg = grads(gpu, copy.deepcopy(batch))
+        sync()
     t_gpu = time.perf_counter() - t0
     worst = max(rel(g, c) for g, c in zip(gg, gc, strict=True) if c is not None)
-    for _ in range(3):                                  # a few real steps on each device
+    for _ in range(3):                                      # a few real steps on each side
         b = next(cpu.mode.batches(0, 0))
         cpu.train_step(copy.deepcopy(b))
-        gpu.train_step(copy.deepcopy(b))
-    ec, eg = cpu.evaluate(("val",)), gpu.evaluate(("val",))
+        with other():
+            gpu.train_step(copy.deepcopy(b))
+    ec = cpu.evaluate(("val",))
+    with other():
+        eg = gpu.evaluate(("val",))
     key = next(iter(ec["val"]))
     return {"case": name, "batch_nodes": batch.num_nodes, "loss_rel": rel(lg, lc),
             "logits_rel": rel(yg, yc), "worst_grad_rel": worst,

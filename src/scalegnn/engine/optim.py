@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from scalegnn.ops import _kernels as K
+from scalegnn.ops.route import on_host
 from scalegnn.ops.spmm import num_threads
 
 LR_SCHEDULES = ("none", "step", "cosine", "plateau")
@@ -87,8 +88,8 @@ def _fusable(*ts) -> bool:
     """Whether parameter, gradient and moments are host float tensors of one dtype and shape,
     dense and contiguous (what the fused kernel takes; anything else runs the torch ops)."""
     t0 = ts[0]
-    return t0.device.type == "cpu" and t0.dtype in (torch.float32, torch.float64) and all(
-        t.device.type == "cpu" and t.layout == torch.strided and t.dtype == t0.dtype
+    return on_host(*ts) and t0.dtype in (torch.float32, torch.float64) and all(
+        t.layout == torch.strided and t.dtype == t0.dtype
         and t.is_contiguous() and t.shape == t0.shape for t in ts)
 
 

@@ -30,6 +30,7 @@ from numba.extending import intrinsic
 from torch import nn
 
 from scalegnn.ops._vector_ir import I1, I16, I32, I64, VectorIR, lanes, splat
+from scalegnn.ops.route import on_host
 
 SPLITMIX_GAMMA = np.uint64(0x9E3779B97F4A7C15)   # also keys scalegnn.dist's boundary draws
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -196,7 +197,7 @@ class FastDropout(nn.Dropout):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if (self.training and 0.0 < self.p < 1.0 and not self.inplace
                 and isinstance(x, torch.Tensor)   # CSR features: nn.Dropout dispatches to them
-                and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+                and on_host(x) and x.dtype in (torch.float32, torch.float64)
                 and x.numel() > 0):
             return fast_dropout(x, self.p)
         return super().forward(x)

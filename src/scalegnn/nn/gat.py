@@ -38,6 +38,7 @@ from torch import nn
 from scalegnn.graph import Graph
 from scalegnn.nn.tail import LayerTail
 from scalegnn.ops import SparseAdj
+from scalegnn.ops.route import on_host
 from scalegnn.ops.spmm import spmm_forward
 
 _TRANSPOSES = weakref.WeakKeyDictionary()   # SparseAdj -> (transposed pattern, value permutation)
@@ -180,8 +181,8 @@ def attention_spmm(adj: SparseAdj, alpha: torch.Tensor, z: torch.Tensor, rows: t
     """``out[v, k] = Σ_e∈row v alpha[e, k] · z[cols[e], k]`` (rows x heads x f), differentiable
     in ``alpha`` (entries x heads) and ``z`` (cols x heads x f). ``kernel='auto'``: SpMM kernels
     on host float32/float64 tensors, else (or ``'torch'``) gather + ``index_add``."""
-    host = (z.device.type == "cpu" and alpha.device.type == "cpu"
-            and z.dtype in (torch.float32, torch.float64) and alpha.dtype == z.dtype)
+    host = (on_host(z, alpha) and z.dtype in (torch.float32, torch.float64)
+            and alpha.dtype == z.dtype)
     if kernel == "auto" and host:
         return _AttentionSpMM.apply(alpha, z, adj, rows, cols)
     out = z.new_zeros(adj.num_rows, z.shape[1], z.shape[2])

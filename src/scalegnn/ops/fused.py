@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from scalegnn.ops import _fused_kernels as K
+from scalegnn.ops.route import on_host
 from scalegnn.ops.spmm import num_threads
 
 FUSED_ACTS = ("relu", "identity")
@@ -108,9 +109,9 @@ class _BiasActNorm(torch.autograd.Function):
 
 
 def _fusable(t: torch.Tensor, params, act) -> bool:
-    return (t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64)
-            and t.dim() == 2 and isinstance(act, str) and act in FUSED_ACTS and t.shape[1] > 0
-            and all(p is None or p.device.type == "cpu" for p in params))
+    return (on_host(t, *(p for p in params if p is not None))
+            and t.dtype in (torch.float32, torch.float64)
+            and t.dim() == 2 and isinstance(act, str) and act in FUSED_ACTS and t.shape[1] > 0)
 
 
 def bias_act_norm(t: torch.Tensor, bias, scale: torch.Tensor, offset: torch.Tensor,
@@ -165,7 +166,7 @@ def l2_normalize(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     and gradients (``g_x = (g − y·(g·y)) / ‖x‖``; ``g / eps`` where the norm is below eps) in
     two passes each way instead of torch's ~3 forward and ~9 backward. Host float32/float64
     2-D tensors take the numba kernels; anything else runs ``F.normalize``."""
-    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) \
+    if not on_host(x) or x.dtype not in (torch.float32, torch.float64) \
             or x.dim() != 2 or x.shape[1] == 0 or x.shape[0] == 0:
         return torch.nn.functional.normalize(x, p=2, dim=1, eps=eps)
     return _L2Normalize.apply(x, eps)

@@ -24,6 +24,7 @@ from scalegnn.errors import ConfigError, GraphError
 from scalegnn.ops import _kernels as K
 from scalegnn.ops import costmodel
 from scalegnn.ops.adj import SparseAdj
+from scalegnn.ops.route import on_host
 
 KERNELS = ("auto", "rows", "features", "torch")
 _NUMBA_DTYPES = (torch.float32, torch.float64)
@@ -114,7 +115,7 @@ def spmm_forward(adj: SparseAdj, x: torch.Tensor, kernel: str = "auto", plan=Non
 
 
 def _forward(adj: SparseAdj, x: torch.Tensor, kernel: str, plan) -> torch.Tensor:
-    if x.device.type != "cpu" or x.dtype not in _NUMBA_DTYPES or kernel == "torch":
+    if not on_host(x) or x.dtype not in _NUMBA_DTYPES or kernel == "torch":
         return torch.sparse.mm(adj.torch_csr(x.device, x.dtype), x)
     n, f = adj.num_rows, x.shape[1]
     if n == 0 or f == 0:
