@@ -2,9 +2,18 @@
 # The CUDA path end to end, on a machine with an NVIDIA GPU and a CUDA build of torch (the
 # project's CI has none). Run from the repository root; logs go to $LOGS (default
 # /tmp/cuda_check), packed after each step into $OUT/logs.tgz when OUT is set.
-# Needs Cora as .devdata/cora (a copy of ../shared/data/cora) and a 1-part plan of it in
-# .devdata/cora1 (`scalegnn partition make .devdata/cora --parts 1 --out .devdata/cora1`).
+# Needs Cora as .devdata/cora and a 1-part plan of it in .devdata/cora1, in a folder git
+# ignores: `bash benchmarks/cuda_check.sh --prepare` makes them here from ../shared/data/cora
+# (the GPU machine cannot reach ../shared; carry .devdata with the call).
 set -u
+if [ "${1:-}" = "--prepare" ]; then
+    mkdir -p .devdata && rm -rf .devdata/cora .devdata/cora1 && cp -r ../shared/data/cora .devdata/ \
+        && PYTHONPATH=$PWD/src ${PYTHON:-python3} -m scalegnn partition make .devdata/cora \
+            --parts 1 --method rp --out .devdata/cora1 > /dev/null \
+        && { grep -qxF "/.devdata/" .git/info/exclude 2>/dev/null \
+             || echo "/.devdata/" >> .git/info/exclude; }
+    exit $?
+fi
 LOGS=${LOGS:-/tmp/cuda_check}
 mkdir -p "$LOGS"
 DEV=${DEV:-cuda}   # DEV=cpu: a dry run of this script where there is no GPU
