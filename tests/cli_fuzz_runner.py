@@ -6,9 +6,10 @@
 * :class:`Zygote`: a command line the parser accepts runs in a child forked from a helper
   process that imported scalegnn and never computed (so no thread pool is inherited), under an
   address-space limit (``RLIMIT_AS``: the zygote's own mappings plus the case's allowance; a
-  CUDA build of torch maps gigabytes of libraries at import) and a time limit, with the case folder as its working
-  directory and its HOME and TMPDIR inside it, in its own process group (killed whole on
-  timeout). ``dist-train``'s launchers are stubbed: its pre-launch checks run, no rank starts.
+  CUDA build of torch maps gigabytes of libraries at import) and a time limit, with the case
+  folder as its working directory and its HOME and TMPDIR inside it, in its own process group
+  (killed whole on timeout). ``dist-train``'s launchers are stubbed: its pre-launch checks
+  run, no rank starts.
 * :func:`problems`: what is wrong with an outcome: an exit code other than 0 or 2, a traceback,
   a stderr line that is not one of the CLI's documented kinds, more than one error line (or
   none with exit code 2), an error line over 300 characters, a temporary left behind, a file

@@ -79,7 +79,7 @@ def test_bench_eval_json(capsys):
         assert r["calls_timed"] == 1 and r["wall_s"] == pytest.approx(r["time_s"])
 
 
-def _step_trainer_and_batches(device="cpu"):
+def _step_trainer_and_batches():
     import argparse
 
     from scalegnn.bench.step import _batches, step_config
@@ -88,7 +88,7 @@ def _step_trainer_and_batches(device="cpu"):
     args = argparse.Namespace(hidden=32, arch="1-0-1-0", dropout=0.1, flush_denormal=True,
                               threads=2, size_subgraph=300, size_frontier=50, repeat=2, seed=0)
     ds = load_dataset("kronecker:10:4", seed=0)
-    trainer = Trainer(ds, step_config(args, ds.multilabel), None, device=device, progress=False)
+    trainer = Trainer(ds, step_config(args, ds.multilabel), None, progress=False)
     return trainer, _batches(trainer, args)
 
 

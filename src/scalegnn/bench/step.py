@@ -258,13 +258,14 @@ def _run(args) -> int:
                       device=args.device, progress=False)
     batches = _batches(trainer, args)
     t_prep = time.perf_counter() - t0
+    nodes_median = float(np.median([b.num_nodes for b in batches[1:]]))
+    head = {"bench": "step", "dataset": args.dataset, "arch": args.arch, "hidden": args.hidden,
+            "threads": num_threads(), "repeat": len(batches) - 1,
+            "subgraph_nodes_median": nodes_median,
+            "subgraph_edges_median": float(np.median([b.num_edges for b in batches[1:]])),
+            "prep_s": t_prep}
     if trainer.device.type != "cpu":
-        print(json.dumps({"bench": "step", "dataset": args.dataset, "arch": args.arch,
-                          "hidden": args.hidden, "threads": num_threads(),
-                          "repeat": len(batches) - 1,
-                          "subgraph_nodes_median": float(np.median([b.num_nodes
-                                                                    for b in batches[1:]])),
-                          "prep_s": t_prep, **device_rounds(trainer, batches, trainer.device)}),
+        print(json.dumps({**head, **device_rounds(trainer, batches, trainer.device)}),
               flush=True)
         return 0
     init = copy.deepcopy(trainer.model.state_dict())
@@ -287,14 +288,9 @@ def _run(args) -> int:
         ratios = iters / gemm_s
         it, sp, gm = (float(np.median(v)) * 1e3 for v in (iters, spmm_s, gemm_s))
         ratio = float(np.median(ratios))
-        flops = gemm_flops(template.calls_for(int(np.median([b.num_nodes
-                                                               for b in batches[1:]]))))
+        flops = gemm_flops(template.calls_for(int(nodes_median)))
         print(json.dumps({
-            "bench": "step", "tail": tail, "dataset": args.dataset, "arch": args.arch,
-            "hidden": args.hidden, "threads": num_threads(), "repeat": len(iters),
-            "flush_denormal": bool(args.flush_denormal),
-            "subgraph_nodes_median": float(np.median([b.num_nodes for b in batches[1:]])),
-            "subgraph_edges_median": float(np.median([b.num_edges for b in batches[1:]])),
+            **head, "tail": tail, "flush_denormal": bool(args.flush_denormal),
             "iteration_ms": it, "gemm_alone_ms": gm, "spmm_ms": sp,
             "other_ms": float(np.median(iters - gemm_s - spmm_s)) * 1e3,
             "ratio_vs_gemm": ratio, "ratio_all": ratios.tolist(),
@@ -304,7 +300,7 @@ def _run(args) -> int:
             "gemm_calls": len(calls), "gemm_GFLOPs": flops / 1e9,
             "gemm_GFLOPps": flops / gm / 1e6,
             "iteration_ms_all": (iters * 1e3).tolist(), "gemm_alone_ms_all": (gemm_s * 1e3).tolist(),
-            **memory, "prep_s": t_prep, "profile_top": top if tail == tails[0] else None,
+            **memory, "profile_top": top if tail == tails[0] else None,
             **clock.fields(len(iters), "iteration"),
         }), flush=True)
     return 0
