@@ -29,6 +29,29 @@ ROOF_INTRO = (
     "`ops.membw.read_probe` measures on an array the size of the CSR with the same thread "
     "count (per CPU second); *minimum*: the values of the kept entries only, the bytes any "
     "induced-subgraph builder must move.")
+PARTS_INTRO = (
+    "**Why not within 2x of the bound.** The induction is most of a subgraph's CPU, and it is "
+    "bound by instructions, not by memory: each 16-entry block of a scanned parent row is a "
+    "load, a gather of membership words, a second gather (the kept entries' rank words), a "
+    "popcount and three compressed stores, about {ns:.0f} ns per block against the ~{bns:.0f} "
+    "ns its 64 streamed bytes take at the probe's rate. Its parts, from "
+    "`benchmarks/induce_parts.py` (the kernel against copies of itself with one part taken "
+    "out, the same {sampler} node sets, one thread, output buffers reused, median of "
+    "{rounds} interleaved rounds; {blocks:,.0f} blocks, {scanned:,.0f} scanned and "
+    "{edges:,.0f} kept entries per subgraph):")
+PARTS = (("core", "membership test, row loop, marking and ranking the members"),
+         ("transpose", ("transpose permutation (journal Alg. 6: a gather and a scatter of "
+                        "column cursors per 16 kept entries)")),
+         ("local_ids", "local ids (rank gather, popcount, compressed store)"),
+         ("row_tails", "each row's last < 16 entries, one at a time"),
+         ("values", "edge values (load, scale by 1/deg, compressed store)"),
+         ("edge_ids", "parent edge ids (compressed store)"))
+PARTS_OUTRO = (
+    "The same node sets induced by two workers cost {two:.2f}x the CPU per subgraph of one "
+    "(`two_threads_over_one`). The draws (the roofline table's *draw* column) are further "
+    "from their bound, the random lines alone: each draw is also a call into numba's Mersenne "
+    "Twister generator, and a walk step is a dependent pair of reads (row bounds, then the "
+    "entry), prefetched 16 walks ahead; the node set is then de-duplicated and sorted.")
 PPR_INTRO = (
     "**shaDow PPR precompute** (facebook, 2,048 distinct targets, alpha 0.15, eps 1e-6, top-32, "
     "2 threads): the work the push kernel counted per target and the CPU bound it gives "
@@ -48,8 +71,8 @@ REF_INTRO = (
 
 
 def run(extra: list[str]) -> list[dict]:
-    o = _options(extra, graph="kronecker:17:8", threads="2", ref="", rounds="5", label="quiet",
-                 ppr=False, shadow_ref="", ppr_only=False)
+    o = _options(extra, graph="kronecker:17:8", threads="2", roof_threads="1,2", ref="",
+                 rounds="5", label="quiet", ppr=False, shadow_ref="", ppr_only=False)
     if o.ppr or o.ppr_only:
         recs = _run_ppr(o)
         if o.ppr_only:
@@ -57,7 +80,7 @@ def run(extra: list[str]) -> list[dict]:
     else:
         recs = []
     lines, meta = run_command(scalegnn("bench", "sample", "--graph", o.graph, "--threads",
-                                       o.threads, "--coverage", "0", "--count", "32",
+                                       o.roof_threads, "--coverage", "0", "--count", "32",
                                        "--repeats", "3"))
     for r in lines:
         recs.append(_meta(meta, id=f"roofline:{r['sampler']}:{r['threads']}",
@@ -65,6 +88,11 @@ def run(extra: list[str]) -> list[dict]:
                           threads=r["threads"], nodes=r["nodes_per_subgraph"],
                           edges=r["edges_per_subgraph"], cpu_ms=r["cpu_ms_per_subgraph"],
                           roofline=r["roofline"], graph=r["graph"]))
+    lines, meta = run_command(python("benchmarks/induce_parts.py", "--graph", o.graph,
+                                     "--sampler", "rw", "--rounds", "21"))
+    summary = next(r for r in lines if r.get("summary"))
+    recs.append(_meta(meta, id="induce_parts:rw", group="induce_parts", kind="induce_parts",
+                      summary=summary))
     if o.ref:
         lines, meta = run_command(python("benchmarks/reference_samplers.py", "--ref", o.ref,
                                          "--graph", o.graph, "--rounds", o.rounds,
@@ -137,6 +165,32 @@ def _ms(x: float) -> str:
     return f"{x:.2f}"
 
 
+def _phase(f: dict, phase: str) -> str:
+    """A phase's CPU and its ratio to the phase's bound (blank in records from before the
+    split)."""
+    if f"{phase}_cpu_ms" not in f:
+        return ""
+    return f"{_ms(f[phase + '_cpu_ms'])} ({f[phase + '_over_bound']:.1f}x)"
+
+
+def _render_parts(sec: dict, fmt) -> list[str]:
+    rec = next((r for r in sec["records"] if r.get("kind") == "induce_parts"), None)
+    if rec is None:
+        return []
+    sm = rec["summary"]
+    roof = next(r for r in sec["records"] if r.get("kind") == "roofline")
+    bns = 64 / roof["roofline"]["probe"]["stream_GBps_per_thread"]
+    parts, full = sm["part_cpu_ms"], sm["full_cpu_ms"]
+    rows = [[label, _ms(parts[k]), f"{100 * parts[k] / full:.0f}%"] for k, label in PARTS]
+    rows.append(["**induction, all parts**", f"**{_ms(full)}**", "100%"])
+    return [PARTS_INTRO.format(ns=sm["ns_per_block"], bns=bns, sampler=sm["sampler"],
+                               rounds=sm["rounds"], blocks=sm["blocks"],
+                               scanned=sm["scanned"], edges=sm["edges"]),
+            fmt.table(["part", "CPU ms per subgraph", "share"], rows),
+            f"`{rec['command']}` ({rec['date']}, load average {rec['load_avg'][0]}-"
+            f"{rec['load_avg'][1]}). " + PARTS_OUTRO.format(two=sm["two_threads_over_one"])]
+
+
 def render(sec: dict, fmt) -> str:
     out = []
     roof = [r for r in sec["records"] if r.get("kind") == "roofline"]
@@ -152,12 +206,15 @@ def render(sec: dict, fmt) -> str:
                          f"{r['edges']:,.0f}", f"{f['stream_MB']:.1f}",
                          f"{f['random_lines']:,}", _ms(f["bound_cpu_ms"]),
                          _ms(f["min_bound_cpu_ms"]), _ms(r["cpu_ms"]),
-                         f"{f['cpu_over_bound']:.1f}x", f"{f['cpu_over_min_bound']:.1f}x"])
+                         f"{f['cpu_over_bound']:.1f}x", f"{f['cpu_over_min_bound']:.1f}x",
+                         _phase(f, "draw"), _phase(f, "induce")])
         out.append(fmt.table(["sampler", "threads", "nodes", "edges", "streamed MB",
                               "random lines", "bound ms", "minimum ms", "measured ms",
-                              "/ bound", "/ minimum"], rows))
+                              "/ bound", "/ minimum", "draw ms (/ bound)",
+                              "induce ms (/ bound)"], rows))
         out.append(f"`{roof[0]['command']}` ({roof[0]['date']}, load average "
                    f"{roof[0]['load_avg'][0]}-{roof[0]['load_avg'][1]}).")
+    out += _render_parts(sec, fmt)
     refs = [r for r in sec["records"] if r.get("kind") == "reference"]
     if refs:
         out.append(REF_INTRO)

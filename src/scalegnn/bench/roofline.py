@@ -63,6 +63,7 @@ def sampler_traffic(name: str, budget: dict, nodes: float, scanned: float, induc
         "min_stream_bytes": 4 * s + (4 * m if values else 0.0) + 16 * m + 16 * k,
         "min_random_lines": lines + 2 * k,
         "state_bytes": num_nodes // 8 + 4 * num_nodes,
+        "draw_random_lines": lines,
     }
 
 
@@ -84,9 +85,12 @@ def probe_for(nbytes: int, threads: int) -> dict:
     return read_probe(max(int(nbytes), 1 << 20), threads)
 
 
-def bound(traffic: dict, probe: dict, cpu_s: float | None = None) -> dict:
+def bound(traffic: dict, probe: dict, cpu_s: float | None = None,
+          phase_cpu_s: dict | None = None) -> dict:
     """The CPU-time bounds (ms) of ``traffic`` at ``probe``'s rates, and the measured
-    ``cpu_s`` (per unit) over them."""
+    ``cpu_s`` (per unit) over them. A sampler's traffic (``draw_random_lines``) also splits
+    its bound into the draws' (their random lines) and the induction's (the rest); with
+    ``phase_cpu_s`` (``{"draw": s, "induce": s}`` per unit) each phase's CPU over its bound."""
     bps = probe["stream_GBps_per_thread"] * 1e9
     ns = probe["random_ns_per_line"]
     b = traffic["stream_bytes"] / bps + traffic["random_lines"] * ns * 1e-9
@@ -101,6 +105,15 @@ def bound(traffic: dict, probe: dict, cpu_s: float | None = None) -> dict:
     if cpu_s is not None:
         out["cpu_over_bound"] = round(cpu_s / b, 3) if b > 0 else None
         out["cpu_over_min_bound"] = round(cpu_s / mb, 3) if mb > 0 else None
+    if "draw_random_lines" in traffic:
+        draw = traffic["draw_random_lines"] * ns * 1e-9
+        out["draw_bound_cpu_ms"] = round(1e3 * draw, 6)
+        out["induce_bound_cpu_ms"] = round(1e3 * (b - draw), 6)
+        for phase, pb in (("draw", draw), ("induce", b - draw)):
+            if phase_cpu_s is not None:
+                out[f"{phase}_cpu_ms"] = round(1e3 * phase_cpu_s[phase], 6)
+                out[f"{phase}_over_bound"] = round(phase_cpu_s[phase] / pb, 3) if pb > 0 \
+                    else None
     return out
 
 

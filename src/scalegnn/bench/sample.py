@@ -12,7 +12,10 @@ first value), and the wall and CPU time of ``Normalization.estimate`` at ``--cov
 ``roofline`` (:mod:`scalegnn.bench.roofline`): the bytes streamed and random cache lines one
 subgraph touches (as implemented, and the minimum), the CPU-time lower bound they give at
 the read rates ``ops.membw.read_probe`` measures on an array the size of the CSR with the
-same thread count, and ``cpu_over_bound`` = measured CPU per subgraph / that bound.
+same thread count, and ``cpu_over_bound`` = measured CPU per subgraph / that bound; split by
+phase (``Sampler.phase_cpu_s`` of the best call): the node-set draws (``draw_cpu_ms`` against
+the draws' random lines, ``draw_bound_cpu_ms``) and the induction (``induce_cpu_ms`` against
+the rest, ``induce_bound_cpu_ms``).
 Default budgets are the reference PPI ones: rw 3000 roots x 2 hops, edge 4000, node 6000,
 mrw 8000 nodes / 2500 frontier. By default the whole graph is sampled over all its nodes;
 ``--inductive`` samples the training graph over the training nodes instead.
@@ -107,7 +110,7 @@ def run(args) -> int:
         sampler.sample(max(threads), seed=args.seed, num_threads=max(threads))  # compile, warm
         first_rate = None
         for th in threads:
-            rates, cpu, nv, ne, scanned, clock = [], [], [], [], [], Clock()
+            rates, cpu, phases, nv, ne, scanned, clock = [], [], [], [], [], [], Clock()
             for r in range(args.repeats):
                 with clock:
                     subs = sampler.sample(args.count, seed=args.seed + 1, num_threads=th,
@@ -115,6 +118,7 @@ def run(args) -> int:
                                           row_scale="inverse_degree")
                 rates.append(args.count / clock.last_wall_s)
                 cpu.append(clock.last_cpu_s / args.count)
+                phases.append({k: v / args.count for k, v in sampler.phase_cpu_s.items()})
                 nv += [s.num_nodes for s in subs]
                 ne += [s.num_edges for s in subs]
                 scanned += [roofline.scanned_entries(graph.indptr, s.nodes) for s in subs]
@@ -131,7 +135,8 @@ def run(args) -> int:
             rec["load_avg_1min"] = rec["load_avg"][0]
             traffic = roofline.sampler_traffic(name, budgets[name], np.mean(nv), np.mean(scanned),
                                                np.mean(ne), graph.num_nodes)
-            rec["roofline"] = roofline.bound(traffic, probes[th], min(cpu))
+            best = int(np.argmin(cpu))   # the phases of the best call, as cpu_ms_per_subgraph
+            rec["roofline"] = roofline.bound(traffic, probes[th], cpu[best], phases[best])
             if first_rate is None:
                 first_rate = max(rates)
             else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from dataclasses import dataclass
 
 import numba
@@ -113,6 +114,9 @@ class Sampler:
         self._lock = threading.Lock()
         self._bits = self._marks = self._values_cache = None
         self._mean_edges = 0.0  # running mean of |E_s|, sizes the output groups
+        self.phase_cpu_s = {"draw": 0.0, "induce": 0.0}
+        """Process CPU seconds (every thread of the process) of the last ``sample`` call's
+        node-set draws and inductions (``fill_induced``): ``bench sample`` reports the split."""
         small = graph.num_edges <= np.iinfo(np.int32).max
         self._id_dtype = np.int32 if small else np.int64
         self._setup()
@@ -124,7 +128,9 @@ class Sampler:
         sets the epoch length ceil(|V_train| / size_budget) exactly as the reference does)."""
         raise NotImplementedError
 
-    def _run(self, seeds, clip, bits, mark, nodes_buf, rowcnt, nv, ne):
+    def _run(self, seeds, clip, bits, mark, nodes_buf, nv):
+        """Draw the node sets of the group's subgraphs (seeds[i]'s stream) into
+        ``nodes_buf[i, :nv[i]]``, sorted and unique."""
         raise NotImplementedError
 
     def batches_per_epoch(self, num_train: int) -> int:
@@ -184,6 +190,7 @@ class Sampler:
         group = max(int(self.GROUP_BYTES / per_sub), floor)
         subs: list[Subgraph] = []
         with self._lock:  # the per-worker scratch maps are shared state
+            self.phase_cpu_s = {"draw": 0.0, "induce": 0.0}
             prev = numba.get_num_threads()
             numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))
             try:
@@ -203,7 +210,10 @@ class Sampler:
         workers = mark.shape[0]
         nodes_buf = np.empty((count, self.cap), dtype=np.int64)
         nv = np.zeros(count, dtype=np.int64)
+        c0 = time.process_time()
         self._run(seeds, clip, bits, mark, nodes_buf, nv)
+        c1 = time.process_time()
+        self.phase_cpu_s["draw"] += c1 - c0
         node_off = np.zeros(count + 1, dtype=np.int64)
         np.cumsum(nv, out=node_off[1:])
         tot_v = int(node_off[-1])
@@ -234,6 +244,7 @@ class Sampler:
             if not overflow.any():
                 break
             room = np.where(overflow > 0, 2 * np.maximum(overflow, room), room)
+        self.phase_cpu_s["induce"] += time.process_time() - c1
         self._mean_edges = 0.5 * self._mean_edges + 0.5 * float(ne.mean()) \
             if self._mean_edges > 0 else float(ne.mean())
         subs = []
