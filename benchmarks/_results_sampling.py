@@ -8,8 +8,9 @@ C++/OpenMP sampler (``benchmarks/reference_samplers.py``).
 by default; e.g. ``busy`` for a run beside other load: ``--args "--ref /tmp/ref/GraphSAINT
 --rounds 5 --label busy"``). ``--ppr`` adds the shaDow PPR precompute's roofline
 (``bench extract`` on facebook at eps 1e-6, k 32) and, with ``--shadow-ref DIR`` (the built
-shaDow-GNN reference, see reference_shadow.py), its CPU per target beside the reference's.
-``render`` writes the tables from the records.
+shaDow-GNN reference, see reference_shadow.py), its CPU per target beside the reference's;
+``--ref-only`` runs the reference comparison alone (a busy-machine run: ``--args "--ref DIR
+--ref-only --label busy"``). ``render`` writes the tables from the records.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ PARTS_INTRO = (
     "bound by instructions, not by memory: each 16-entry block of a scanned parent row is a "
     "load, a gather of membership words, a second gather (the kept entries' rank words), a "
     "popcount and three compressed stores, about {ns:.0f} ns per block against the ~{bns:.0f} "
-    "ns its 64 streamed bytes take at the probe's rate. Its parts, from "
+    "ns its 128 streamed bytes (16 neighbour ids, 16 edge values) take at the probe's rate. "
+    "Its parts, from "
     "`benchmarks/induce_parts.py` (the kernel against copies of itself with one part taken "
     "out, the same {sampler} node sets, one thread, output buffers reused, median of "
     "{rounds} interleaved rounds; {blocks:,.0f} blocks, {scanned:,.0f} scanned and "
@@ -72,13 +74,16 @@ REF_INTRO = (
 
 def run(extra: list[str]) -> list[dict]:
     o = _options(extra, graph="kronecker:17:8", threads="2", roof_threads="1,2", ref="",
-                 rounds="5", label="quiet", ppr=False, shadow_ref="", ppr_only=False)
+                 rounds="5", label="quiet", ppr=False, shadow_ref="", ppr_only=False,
+                 ref_only=False)
     if o.ppr or o.ppr_only:
         recs = _run_ppr(o)
         if o.ppr_only:
             return recs
     else:
         recs = []
+    if o.ref_only:   # e.g. a busy-machine run of the reference comparison alone
+        return recs + _run_reference(o)
     lines, meta = run_command(scalegnn("bench", "sample", "--graph", o.graph, "--threads",
                                        o.roof_threads, "--coverage", "0", "--count", "32",
                                        "--repeats", "3"))
@@ -93,16 +98,20 @@ def run(extra: list[str]) -> list[dict]:
     summary = next(r for r in lines if r.get("summary"))
     recs.append(_meta(meta, id="induce_parts:rw", group="induce_parts", kind="induce_parts",
                       summary=summary))
-    if o.ref:
-        lines, meta = run_command(python("benchmarks/reference_samplers.py", "--ref", o.ref,
-                                         "--graph", o.graph, "--rounds", o.rounds,
-                                         "--threads", o.threads))
-        rounds = [r for r in lines if not r.get("summary")]
-        summary = next(r for r in lines if r.get("summary"))
-        recs.append(_meta(meta, id=f"reference:graphsaint:{o.label}", group=f"reference:{o.label}",
-                          kind="reference", label=o.label, rounds=rounds, summary=summary,
-                          graph=o.graph))
-    return recs
+    return recs + _run_reference(o)
+
+
+def _run_reference(o) -> list[dict]:
+    if not o.ref:
+        return []
+    lines, meta = run_command(python("benchmarks/reference_samplers.py", "--ref", o.ref,
+                                     "--graph", o.graph, "--rounds", o.rounds,
+                                     "--threads", o.threads))
+    rounds = [r for r in lines if not r.get("summary")]
+    summary = next(r for r in lines if r.get("summary"))
+    return [_meta(meta, id=f"reference:graphsaint:{o.label}", group=f"reference:{o.label}",
+                  kind="reference", label=o.label, rounds=rounds, summary=summary,
+                  graph=o.graph)]
 
 
 def _run_ppr(o) -> list[dict]:
@@ -179,7 +188,7 @@ def _render_parts(sec: dict, fmt) -> list[str]:
         return []
     sm = rec["summary"]
     roof = next(r for r in sec["records"] if r.get("kind") == "roofline")
-    bns = 64 / roof["roofline"]["probe"]["stream_GBps_per_thread"]
+    bns = 128 / roof["roofline"]["probe"]["stream_GBps_per_thread"]
     parts, full = sm["part_cpu_ms"], sm["full_cpu_ms"]
     rows = [[label, _ms(parts[k]), f"{100 * parts[k] / full:.0f}%"] for k, label in PARTS]
     rows.append(["**induction, all parts**", f"**{_ms(full)}**", "100%"])

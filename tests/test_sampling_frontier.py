@@ -132,13 +132,89 @@ def test_huge_degree_node_gets_remaining_slots():
             assert entries[10 + t] in g.indices[g.indptr[u]:g.indptr[u + 1]]
 
 
-def test_int16_and_int32_dashboard_give_the_same_run():
-    """The DB dtype (int16 tile ids when size_frontier < 2^15, else int32) changes no draw."""
+def _written_pin_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed):
+    """The journal's Dashboard with its DB written out (Alg. 3/4: every pin holds its tile
+    id), in plain Python on numba's generator (MT19937 seeded as numpy's legacy one, so the
+    draws are the kernel's): (buf, pops) for comparison with the kernel's implicit DB."""
+    rs = np.random.RandomState(seed)
+
+    def randint(k):
+        return min(int(rs.random_sample() * k), k - 1)
+
+    def pins(v):
+        d = int(indptr[v + 1] - indptr[v])
+        return min(d, max_deg) if max_deg > 0 and d > max_deg else d
+
+    nn = len(nodes)
+    buf, chosen = [], set()
+    if 2 * m <= nn:
+        while len(buf) < m:
+            v = int(nodes[randint(nn)])
+            if v not in chosen:
+                chosen.add(v)
+                buf.append(v)
+    else:
+        perm = list(range(nn))
+        for j in range(m):
+            t = j + randint(nn - j)
+            perm[j], perm[t] = perm[t], perm[j]
+            buf.append(int(nodes[perm[j]]))
+    size = max(db_size, int(eta * sum(pins(v) for v in buf)) + 1)
+    db = []                 # tile id per used slot
+    tiles = []              # [node, start, end, alive]
+    for v in buf:
+        p = pins(v)
+        tiles.append([v, len(db), len(db) + p, p > 0])
+        db += [len(tiles) - 1] * p
+    live, pops = len(db), []
+    for _ in range(n - m):
+        if live == 0:
+            break
+        while True:
+            r = randint(len(db))
+            t = db[r]
+            if tiles[t][3] and tiles[t][1] <= r < tiles[t][2]:
+                break
+        vpop = tiles[t][0]
+        live -= tiles[t][2] - tiles[t][1]
+        tiles[t][3] = False
+        pops.append(vpop)
+        vnew = int(indices[indptr[vpop] + randint(int(indptr[vpop + 1] - indptr[vpop]))])
+        buf.append(vnew)
+        p = pins(vnew)
+        if len(db) + p > size or len(db) + p > eta * (live + p):   # CLEANUP: live pins, in order
+            new, seen = [], set()
+            for r, tt in enumerate(db):
+                if tiles[tt][3] and tiles[tt][1] <= r < tiles[tt][2] and tt not in seen:
+                    seen.add(tt)
+                    w = tiles[tt][2] - tiles[tt][1]
+                    tiles[tt][1:3] = [len(new), len(new) + w]
+                    new += [tt] * w
+            db = new
+            p = min(p, size - len(db))
+        tiles[t] = [vnew, len(db), len(db) + p, p > 0]
+        db += [t] * p
+        live += p
+    return np.array(buf), np.array(pops, dtype=np.int64)
+
+
+@pytest.mark.parametrize("budget,db_size", [((90, 30, 0), None), ((90, 30, 4), None),
+                                            ((200, 10, 0), 1), ((40, 40, 0), None)])
+def test_implicit_dashboard_is_the_written_pin_dashboard(budget, db_size):
+    """The kernel finds a probed slot's node by binary search over the pin ranges instead of
+    reading a written-out DB: the same seeds give the journal's runs, pop for pop (also with
+    max_deg, a frontier of the whole node set, and a DB too small for the frontier, which
+    exercises CLEANUP and the "all remaining slots" rule)."""
     g = skewed_graph()
-    s = make_sampler("mrw", g, np.arange(g.num_nodes), {"size_subgraph": 90, "size_frontier": 30})
-    assert s._db_proto.dtype == np.int16
+    n, m, max_deg = budget
+    b = {"size_subgraph": n, "size_frontier": m, **({"max_deg": max_deg} if max_deg else {})}
+    s = make_sampler("mrw", g, np.arange(g.num_nodes), b)
+    size = s.db_size if db_size is None else db_size
     mark = np.full(g.num_nodes, -1, dtype=np.int32)
-    runs = [frontier_trace(g.indptr, g.indices, s.nodes, s.m, s.n, 0, s.eta, s.db_size, 7,
-                           mark, np.empty(0, dt)) for dt in (np.int16, np.int32)]
-    np.testing.assert_array_equal(runs[0][0], runs[1][0])
-    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    for seed in range(12):
+        got = frontier_trace(g.indptr, g.indices, s.nodes, s.m, s.n, s.max_deg, s.eta, size,
+                             seed, mark)
+        want = _written_pin_dashboard(g.indptr, g.indices, s.nodes, s.m, s.n, s.max_deg, s.eta,
+                                      size, seed)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])

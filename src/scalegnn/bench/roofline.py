@@ -13,8 +13,8 @@ degrees of its nodes), M induced edges and the sampler's draws (``sample_lines``
 
 * sampling: node sampler 3 lines per draw (alias probability, alias, node id); edge sampler 4
   per edge (probability, alias, both ends); rw 1 per root and 2 per step (row bounds, the
-  neighbour); frontier 2 per initial node (id, degree) and 4 per step (a Dashboard slot, the
-  popped node's row bounds, its neighbour, the new node's degree).
+  neighbour); frontier 2 per initial node (id, degree) and 4 per step (the probed slot's pin
+  range, the popped node's row bounds, its neighbour, the new node's degree).
 * induction as implemented (``sampling._induce_kernels.fill_induced``): one scan of the k
   parent rows, 2 random lines per row (``indptr[u]``, the row's first line) + 4·S streamed
   bytes; the edge values of every scanned entry (4·S, loaded 16 at a time); writes of 16·M

@@ -47,18 +47,29 @@ def _uniform_subset(nodes, m, buf, mark):
 
 
 @nb.njit(**_JIT)
-def frontier_state(m, n, db_size, db_proto):
-    """Dashboard arrays: DB, DB for cleanup, IA (start, alive), tiles (node, start, end, IA
-    index), pop trace. Need no clearing between runs: a run only reads what it wrote.
-
-    DB holds tile ids in [-1, m) with the dtype of ``db_proto`` (int16 when m < 2^15: DB is
-    eta*m*d entries, ~11 MB as int32 for the PPI budget on R-MAT, and every pop/add writes a
-    node's pins, so halving it halves the Dashboard's memory traffic)."""
+def frontier_state(m, n):
+    """Dashboard arrays: IA (start, alive, tile) per appended node, tiles (node, start, end,
+    IA index), pop trace. Need no clearing between runs: a run only reads what it wrote."""
     steps = max(n - m, 0)
-    return (np.empty(db_size, dtype=db_proto.dtype), np.empty(db_size, dtype=db_proto.dtype),
-            np.empty(n + 2, dtype=np.int64), np.empty(n + 2, dtype=np.bool_),
+    return (np.empty(n + 2, dtype=np.int64), np.empty(n + 2, dtype=np.bool_),
+            np.empty(n + 2, dtype=np.int64), np.empty(m, dtype=np.int64),
             np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64),
-            np.empty(m, dtype=np.int64), np.empty(steps, dtype=np.int64))
+            np.empty(steps, dtype=np.int64))
+
+
+@nb.njit(inline="always", **_JIT)
+def _entry_at(ia_start, cnt, r):
+    """The IA entry j whose pin range [ia_start[j], ia_start[j + 1]) holds DB slot r (the
+    starts strictly increase: a node with no pins has no entry)."""
+    lo = 0
+    hi = cnt - 1
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        if ia_start[mid] <= r:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 @nb.njit(**_JIT)
@@ -68,22 +79,27 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
     FS: m nodes uniform without replacement from ``nodes`` -> buf[:m]. Then n-m times: pop
     u ∈ FS with P ∝ pins(u) = min(deg(u), max_deg) by probing DB uniformly until a live pin is
     hit, replace u by a uniform neighbour u' (appended to buf; popped node to state[-1]).
-    DB[k] = tile id (-1 = NULL); tile t = (node, pin start, pin end, IA index); IA = (start,
-    alive) per appended node, ``ia_start[cnt]`` = used DB entries. When u' does not fit, or
-    when fewer than 1/eta of the used entries would be live, CLEANUP compacts live pins into a
-    fresh DB (masked prefix sum over IA); if u' still does not fit, it gets all remaining
-    slots. A node with 0 pins has no IA entry and is never popped; if no
-    live pin is left the walk stops early. Returns the number of entries written to ``buf``.
+    Tile t = (node, pin start, pin end, IA index); IA = (start, alive, tile) per appended node,
+    ``ia_start[cnt]`` = used DB slots. When u' does not fit, or when fewer than 1/eta of the
+    used slots would be live, CLEANUP compacts the live pin ranges (masked prefix sum over
+    IA); if u' still does not fit, it gets all remaining slots. A node with 0 pins has no IA
+    entry and is never popped; if no live pin is left the walk stops early. Returns the
+    number of entries written to ``buf``.
+
+    The DB itself is implicit: IA's pin ranges tile [0, used) in order, so slot r belongs to
+    the entry found by binary search over ``ia_start`` (log2 of the appended nodes, in cache)
+    instead of ``DB[r]``. The journal's DB stores the tile id in each of a node's pins: every
+    add and every CLEANUP wrote as many entries as the node's pins, i.e. its degree, so a
+    subgraph's cost grew with the graph's hubs (kronecker:17:8, PPI budget: 3.9 ms of draws
+    per subgraph, most of it writing pins). The probes, the pops, CLEANUP's timing and the
+    compacted layout are the journal's, slot for slot: the same seed gives the same run.
     """
     _uniform_subset(nodes, m, buf, mark)
     init = 0
     for i in range(m):
         init += _pins(indptr, buf[i], max_deg)
-    db, db_new, ia_start, ia_alive, t_node, t_start, t_end, t_ia, pops = state
+    ia_start, ia_alive, ia_tile, t_node, t_start, t_end, t_ia, pops = state
     size = max(db_size, np.int64(eta * init) + 1)  # DB must hold the initial frontier
-    if db.shape[0] < size:
-        db = np.empty(size, dtype=db.dtype)
-        db_new = np.empty(size, dtype=db.dtype)
     used = 0
     cnt = 0
     for t in range(m):
@@ -96,10 +112,10 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
         if p > 0:
             ia_start[cnt] = used
             ia_alive[cnt] = True
+            ia_tile[cnt] = t
             t_start[t] = used
             t_end[t] = used + p
             t_ia[t] = cnt
-            db[used:used + p] = t
             used += p
             cnt += 1
     ia_start[cnt] = used
@@ -108,17 +124,15 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
     for step in range(n - m):
         if live == 0:
             break
-        # POP: uniform probes over the used part of DB until a live pin is hit. A popped
-        # tile's pins are not overwritten: a pin is live when it lies in its tile's current
-        # range (a reused tile gets a range past every pin written so far), which saves
-        # rewriting the popped node's pins (up to its degree) on every step.
+        # POP: uniform probes over the used slots until a live pin is hit (a popped node's
+        # entry stays, dead, until the next CLEANUP)
         while True:
-            r = _randint(used)
-            t = db[r]
-            if t >= 0 and t_start[t] <= r < t_end[t]:
+            j = _entry_at(ia_start, cnt, _randint(used))
+            if ia_alive[j]:
                 break
+        t = ia_tile[j]
         vpop = t_node[t]
-        ia_alive[t_ia[t]] = False
+        ia_alive[j] = False
         live -= t_end[t] - t_start[t]
         pops[step] = vpop
         d = indptr[vpop + 1] - indptr[vpop]
@@ -132,24 +146,20 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
             # CLEANUP: new offsets = prefix sum of pin counts masked by the alive flags
             nu = 0
             nc = 0
-            for j in range(cnt):
-                if ia_alive[j]:
-                    a = ia_start[j]
-                    b = ia_start[j + 1]
-                    tt = db[a]
-                    db_new[nu:nu + b - a] = tt
+            for jj in range(cnt):
+                if ia_alive[jj]:
+                    tt = ia_tile[jj]
+                    w = ia_start[jj + 1] - ia_start[jj]
                     t_start[tt] = nu
-                    t_end[tt] = nu + b - a
+                    t_end[tt] = nu + w
                     t_ia[tt] = nc
-                    ia_start[nc] = nu  # nc <= j: entries j, j+1 were read already
-                    nu += b - a
+                    ia_tile[nc] = tt
+                    ia_start[nc] = nu  # nc <= jj: entries jj, jj+1 were read already
+                    nu += w
                     nc += 1
             ia_alive[:nc] = True
             ia_alive[nc:cnt + 1] = False
             ia_start[nc] = nu
-            tmp = db
-            db = db_new
-            db_new = tmp
             used = nu
             cnt = nc
             if used + p > size:
@@ -164,7 +174,7 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
             t_end[t] = used + p
             t_ia[t] = cnt
             ia_alive[cnt] = True
-            db[used:used + p] = t
+            ia_tile[cnt] = t
             used += p
             live += p
             cnt += 1
@@ -173,10 +183,10 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
 
 
 @nb.njit(**_JIT)
-def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, mark, db_proto):
+def frontier_trace(indptr, indices, nodes, m, n, max_deg, eta, db_size, seed, mark):
     """One Dashboard frontier run with its trace, for tests: (buf[:k], pops[:k-m])."""
     np.random.seed(seed)
     buf = np.empty(n, dtype=np.int64)
-    state = frontier_state(m, n, db_size, db_proto)
+    state = frontier_state(m, n)
     k = frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, mark, state)
     return buf[:k].copy(), state[-1][:k - m].copy()

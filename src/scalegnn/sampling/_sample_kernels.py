@@ -211,12 +211,12 @@ def sample_full(indptr, indices, nodes, seeds, clip, bits, mark, nodes_buf, nv):
 
 @nb.njit(parallel=True, **_JIT)
 def sample_frontier(indptr, indices, nodes, m, n, max_deg, eta, db_size, seeds, clip,
-                    bits, mark, nodes_buf, nv, db_proto):
+                    bits, mark, nodes_buf, nv):
     """MRW/frontier sampler, Dashboard implementation (``frontier_dashboard``) per subgraph."""
     count = seeds.shape[0]
     nw = mark.shape[0]
     for w in nb.prange(nw):
-        state = frontier_state(m, n, db_size, db_proto)  # reused by this worker's subgraphs
+        state = frontier_state(m, n)  # reused by this worker's subgraphs
         for i in range(w, count, nw):
             np.random.seed(seeds[i])
             buf = nodes_buf[i]

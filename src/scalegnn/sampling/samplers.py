@@ -131,8 +131,6 @@ class FrontierSampler(Sampler):
         self.cap = self.n
         self.size_budget = float(self.n)
         self.expected_size = float(min(self.n, self.graph.num_nodes))
-        # Dashboard DB entries are tile ids in [-1, m): int16 where they fit (half the traffic)
-        self._db_proto = np.empty(0, np.int16 if self.m <= np.iinfo(np.int16).max else np.int32)
 
     def _frontier_degree(self) -> float:
         """d of the DB size eta*m*d: the mean pins of a frontier node (journal Table 1).
@@ -150,7 +148,7 @@ class FrontierSampler(Sampler):
     def _run(self, seeds, clip, bits, mark, nodes_buf, nv):
         sample_frontier(self.graph.indptr, self.graph.indices, self.nodes, self.m,
                         self.n, self.max_deg, self.eta, self.db_size, seeds, clip, bits, mark,
-                        nodes_buf, nv, self._db_proto)
+                        nodes_buf, nv)
 
     def trace(self, seed: int):
         """(V_s entries in order: m frontier nodes then each added one, popped nodes) of one
@@ -159,7 +157,7 @@ class FrontierSampler(Sampler):
             mark = self._scratch(1)[1][0]
             return frontier_trace(self.graph.indptr, self.graph.indices, self.nodes, self.m,
                                   self.n, self.max_deg, self.eta, self.db_size,
-                                  int(stream_seeds(seed, 0, 1)[0]), mark, self._db_proto)
+                                  int(stream_seeds(seed, 0, 1)[0]), mark)
 
 
 class FullSampler(Sampler):
