@@ -10,7 +10,8 @@ by default; e.g. ``busy`` for a run beside other load: ``--args "--ref /tmp/ref/
 (``bench extract`` on facebook at eps 1e-6, k 32) and, with ``--shadow-ref DIR`` (the built
 shaDow-GNN reference, see reference_shadow.py), its CPU per target beside the reference's;
 ``--ref-only`` runs the reference comparison alone (a busy-machine run: ``--args "--ref DIR
---ref-only --label busy"``). ``render`` writes the tables from the records.
+--ref-only --label busy --note 'what made it busy'"``). ``render`` writes the tables from the
+records.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ REF_INTRO = (
 
 def run(extra: list[str]) -> list[dict]:
     o = _options(extra, graph="kronecker:17:8", threads="2", roof_threads="1,2", ref="",
-                 rounds="5", label="quiet", ppr=False, shadow_ref="", ppr_only=False,
-                 ref_only=False)
+                 rounds="5", label="quiet", note="", ppr=False, shadow_ref="",
+                 ppr_only=False, ref_only=False)
     if o.ppr or o.ppr_only:
         recs = _run_ppr(o)
         if o.ppr_only:
@@ -111,7 +112,7 @@ def _run_reference(o) -> list[dict]:
     summary = next(r for r in lines if r.get("summary"))
     return [_meta(meta, id=f"reference:graphsaint:{o.label}", group=f"reference:{o.label}",
                   kind="reference", label=o.label, rounds=rounds, summary=summary,
-                  graph=o.graph)]
+                  graph=o.graph, note=o.note)]
 
 
 def _run_ppr(o) -> list[dict]:
@@ -229,8 +230,9 @@ def render(sec: dict, fmt) -> str:
         out.append(REF_INTRO)
     for ref in sorted(refs, key=lambda r: r.get("label", "")):
         lo, hi = ref["summary"]["load_avg_1min_range"]
+        note = f"; {ref['note']}" if ref.get("note") else ""
         out.append(f"**{ref.get('label', 'quiet').capitalize()} machine** (load average "
-                   f"{lo}-{hi}):")
+                   f"{lo}-{hi}{note}):")
         rows = []
         for s in SAMPLERS:
             rs = [r for r in ref["rounds"] if r["sampler"] == s]
