@@ -90,8 +90,8 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
     the entry found by binary search over ``ia_start`` (log2 of the appended nodes, in cache)
     instead of ``DB[r]``. The journal's DB stores the tile id in each of a node's pins: every
     add and every CLEANUP wrote as many entries as the node's pins, i.e. its degree, so a
-    subgraph's cost grew with the graph's hubs (kronecker:17:8, PPI budget: 3.9 ms of draws
-    per subgraph, most of it writing pins). The probes, the pops, CLEANUP's timing and the
+    subgraph's cost grew with the graph's hubs (kronecker:17:8, PPI budget, one walk: 3.7 ms
+    with the pins written, 2.2 ms without). The probes, the pops, CLEANUP's timing and the
     compacted layout are the journal's, slot for slot: the same seed gives the same run.
     """
     _uniform_subset(nodes, m, buf, mark)
