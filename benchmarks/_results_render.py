@@ -345,7 +345,8 @@ def headline(sections: dict) -> str:
             lo, hi = ref["summary"]["load_avg_1min_range"]
             rows.append([f"sampler CPU per subgraph, GraphSAINT's C++ reference / scalegnn, "
                          f"rw / edge / node / frontier, {label} machine (target >= 5)",
-                         " / ".join(f"{med[s]:.1f}x" for s in sampling.SAMPLERS if s in med),
+                         # two decimals: 4.98 must not read as the target's 5.0
+                         " / ".join(f"{med[s]:.2f}x" for s in sampling.SAMPLERS if s in med),
                          f"`{ref['command']}` ({_when(ref)}, load {lo}-{hi})"])
     kron = _find(sections, "distributed", "shaped:kronecker_17_16")
     if kron:
