@@ -48,13 +48,10 @@ def _uniform_subset(nodes, m, buf, mark):
 
 @nb.njit(**_JIT)
 def frontier_state(m, n):
-    """Dashboard arrays: IA (start, alive, tile) per appended node, tiles (node, start, end,
-    IA index), pop trace. Need no clearing between runs: a run only reads what it wrote."""
-    steps = max(n - m, 0)
+    """Dashboard arrays: IA (start, alive, node) per appended node, pop trace. Need no
+    clearing between runs: a run only reads what it wrote."""
     return (np.empty(n + 2, dtype=np.int64), np.empty(n + 2, dtype=np.bool_),
-            np.empty(n + 2, dtype=np.int64), np.empty(m, dtype=np.int64),
-            np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64),
-            np.empty(steps, dtype=np.int64))
+            np.empty(n + 2, dtype=np.int64), np.empty(max(n - m, 0), dtype=np.int64))
 
 
 @nb.njit(inline="always", **_JIT)
@@ -74,12 +71,12 @@ def _entry_at(ia_start, cnt, r):
 
 @nb.njit(**_JIT)
 def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf, mark, state):
-    """Frontier sampling with the pin/tile Dashboard (journal Alg. 3/4, SPEC §2.1).
+    """Frontier sampling with the pin Dashboard (journal Alg. 3/4, SPEC §2.1).
 
     FS: m nodes uniform without replacement from ``nodes`` -> buf[:m]. Then n-m times: pop
     u ∈ FS with P ∝ pins(u) = min(deg(u), max_deg) by probing DB uniformly until a live pin is
     hit, replace u by a uniform neighbour u' (appended to buf; popped node to state[-1]).
-    Tile t = (node, pin start, pin end, IA index); IA = (start, alive, tile) per appended node,
+    IA = (start, alive, node) per appended node, its pins the DB slots [start, next start);
     ``ia_start[cnt]`` = used DB slots. When u' does not fit, or when fewer than 1/eta of the
     used slots would be live, CLEANUP compacts the live pin ranges (masked prefix sum over
     IA); if u' still does not fit, it gets all remaining slots. A node with 0 pins has no IA
@@ -88,34 +85,28 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
 
     The DB itself is implicit: IA's pin ranges tile [0, used) in order, so slot r belongs to
     the entry found by binary search over ``ia_start`` (log2 of the appended nodes, in cache)
-    instead of ``DB[r]``. The journal's DB stores the tile id in each of a node's pins: every
-    add and every CLEANUP wrote as many entries as the node's pins, i.e. its degree, so a
-    subgraph's cost grew with the graph's hubs (kronecker:17:8, PPI budget, one walk: 3.7 ms
-    with the pins written, 2.2 ms without). The probes, the pops, CLEANUP's timing and the
-    compacted layout are the journal's, slot for slot: the same seed gives the same run.
+    instead of ``DB[r]``. The journal's DB stores a tile id (node, pin range, IA index) in
+    each of a node's pins: every add and every CLEANUP wrote as many entries as the node's
+    pins, i.e. its degree, so a subgraph's cost grew with the graph's hubs (kronecker:17:8,
+    PPI budget, one walk: 3.7 ms with the pins written, 2.2 ms without); with no DB to point
+    into the tiles, an IA entry holds its node itself. The probes, the pops, CLEANUP's timing
+    and the compacted layout are the journal's, slot for slot: the same seed gives the same
+    run.
     """
     _uniform_subset(nodes, m, buf, mark)
     init = 0
     for i in range(m):
         init += _pins(indptr, buf[i], max_deg)
-    ia_start, ia_alive, ia_tile, t_node, t_start, t_end, t_ia, pops = state
+    ia_start, ia_alive, ia_node, pops = state
     size = max(db_size, np.int64(eta * init) + 1)  # DB must hold the initial frontier
     used = 0
     cnt = 0
     for t in range(m):
-        v = buf[t]
-        p = _pins(indptr, v, max_deg)
-        t_node[t] = v
-        t_start[t] = 0
-        t_end[t] = 0
-        t_ia[t] = -1
+        p = _pins(indptr, buf[t], max_deg)
         if p > 0:
             ia_start[cnt] = used
             ia_alive[cnt] = True
-            ia_tile[cnt] = t
-            t_start[t] = used
-            t_end[t] = used + p
-            t_ia[t] = cnt
+            ia_node[cnt] = buf[t]
             used += p
             cnt += 1
     ia_start[cnt] = used
@@ -130,10 +121,9 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
             j = _entry_at(ia_start, cnt, _randint(used))
             if ia_alive[j]:
                 break
-        t = ia_tile[j]
-        vpop = t_node[t]
+        vpop = ia_node[j]
         ia_alive[j] = False
-        live -= t_end[t] - t_start[t]
+        live -= ia_start[j + 1] - ia_start[j]
         pops[step] = vpop
         d = indptr[vpop + 1] - indptr[vpop]
         vnew = indices[indptr[vpop] + _randint(d)]
@@ -148,12 +138,8 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
             nc = 0
             for jj in range(cnt):
                 if ia_alive[jj]:
-                    tt = ia_tile[jj]
                     w = ia_start[jj + 1] - ia_start[jj]
-                    t_start[tt] = nu
-                    t_end[tt] = nu + w
-                    t_ia[tt] = nc
-                    ia_tile[nc] = tt
+                    ia_node[nc] = ia_node[jj]
                     ia_start[nc] = nu  # nc <= jj: entries jj, jj+1 were read already
                     nu += w
                     nc += 1
@@ -164,17 +150,10 @@ def frontier_dashboard(indptr, indices, nodes, m, n, max_deg, eta, db_size, buf,
             cnt = nc
             if used + p > size:
                 p = size - used  # "more pins than DB holds": all remaining slots
-        # ADD: reuse the popped tile for vnew (an empty range if vnew has no pins)
-        t_node[t] = vnew
-        t_ia[t] = -1
-        t_start[t] = 0
-        t_end[t] = 0
+        # ADD: vnew's pins after the used slots (no entry if it has no pins)
         if p > 0:
-            t_start[t] = used
-            t_end[t] = used + p
-            t_ia[t] = cnt
             ia_alive[cnt] = True
-            ia_tile[cnt] = t
+            ia_node[cnt] = vnew
             used += p
             live += p
             cnt += 1
