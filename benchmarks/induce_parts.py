@@ -44,6 +44,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from scalegnn.bench import roofline
 from scalegnn.bench.sample import BUDGETS
 from scalegnn.data import load_dataset
 from scalegnn.sampling import make_sampler
@@ -118,9 +119,10 @@ def main(argv=None) -> int:
     nv = np.zeros(count, dtype=np.int64)
     sampler._run(stream_seeds(args.seed, 0, count), 0, bits[:1], mark[:1], nodes_buf, nv)
     node_off = np.concatenate([[0], np.cumsum(nv)])
+    sets = [nodes_buf[i, :nv[i]] for i in range(count)]
+    scanned = [roofline.scanned_entries(graph.indptr, v) for v in sets]
     deg = np.diff(graph.indptr)
-    scanned = [int(deg[nodes_buf[i, :nv[i]]].sum()) for i in range(count)]
-    blocks = float(np.mean([(-(-deg[nodes_buf[i, :nv[i]]] // 16)).sum() for i in range(count)]))
+    blocks = float(np.mean([(-(-deg[v] // 16)).sum() for v in sets]))
     tot_e = sum(scanned) + 32 * count   # kept <= scanned, + a padding slot and 17 strays
     out = {"nodes": np.empty(int(node_off[-1]), np.int64),
            "indptr": np.empty(int(node_off[-1]) + count, np.int64),
@@ -129,15 +131,16 @@ def main(argv=None) -> int:
     values = np.ones(graph.num_edges, np.float32)
     edge_off, ne, overflow = (np.zeros(count, np.int64) for _ in range(3))
 
-    # two workers: worker w takes subgraphs w, w + 2, ... into its own segment
-    room2 = [sum(scanned[w::2]) + 32 * len(scanned[w::2]) for w in (0, 1)]
-    bits2, _ = sampler._scratch(2)
+    # two workers: worker w takes subgraphs w, w + 2, ... into its own segment (worker 0's
+    # sized like tot_e, worker 1 the rest)
+    segments = {1: np.array([0, tot_e]),
+                2: np.array([0, sum(scanned[0::2]) + 32 * len(scanned[0::2]), tot_e])}
 
     def call(fn, with_values=True, workers=1):
         numba.set_num_threads(workers)
-        seg = np.array([0, room2[0], tot_e]) if workers == 2 else np.array([0, tot_e])
+        seg = segments[workers]
         fn(graph.indptr, graph.indices, nodes_buf, nv, node_off, seg[:-1], seg[1:],
-           bits2[:workers], values if with_values else np.empty(0, np.float32),
+           bits[:workers], values if with_values else np.empty(0, np.float32),
            np.empty(0, np.float32), True, out["nodes"], out["indptr"], out["indices"],
            out["eids"], out["perm"], out["data"] if with_values else np.empty(0, np.float32),
            edge_off, ne, overflow[:workers], True)

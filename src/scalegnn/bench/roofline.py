@@ -109,11 +109,10 @@ def bound(traffic: dict, probe: dict, cpu_s: float | None = None,
         draw = traffic["draw_random_lines"] * ns * 1e-9
         out["draw_bound_cpu_ms"] = round(1e3 * draw, 6)
         out["induce_bound_cpu_ms"] = round(1e3 * (b - draw), 6)
-        for phase, pb in (("draw", draw), ("induce", b - draw)):
-            if phase_cpu_s is not None:
-                out[f"{phase}_cpu_ms"] = round(1e3 * phase_cpu_s[phase], 6)
-                out[f"{phase}_over_bound"] = round(phase_cpu_s[phase] / pb, 3) if pb > 0 \
-                    else None
+        phases = (("draw", draw), ("induce", b - draw)) if phase_cpu_s is not None else ()
+        for phase, pb in phases:
+            out[f"{phase}_cpu_ms"] = round(1e3 * phase_cpu_s[phase], 6)
+            out[f"{phase}_over_bound"] = round(phase_cpu_s[phase] / pb, 3) if pb > 0 else None
     return out
 
 
