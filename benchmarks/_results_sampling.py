@@ -34,7 +34,7 @@ ROOF_INTRO = (
 PARTS_INTRO = (
     "**Why not within 2x of the bound.** The induction is most of a subgraph's CPU, and it is "
     "bound by instructions, not by memory: each 16-entry block of a scanned parent row is a "
-    "load, a gather of membership words, a second gather (the kept entries' rank words), a "
+    "load, a gather of 64-bit rank words (membership bits and the members before them), a "
     "popcount and three compressed stores, about {ns:.0f} ns per block against the ~{bns:.0f} "
     "ns its 128 streamed bytes (16 neighbour ids, 16 edge values) take at the probe's rate. "
     "Its parts, from "
@@ -43,10 +43,10 @@ PARTS_INTRO = (
     "{rounds} interleaved rounds; {blocks:,.0f} blocks, {scanned:,.0f} scanned and "
     "{edges:,.0f} kept entries per subgraph):")
 PARTS = (("core", "membership test, row loop, marking and ranking the members"),
-         ("transpose", ("transpose permutation (journal Alg. 6: a gather and a scatter of "
-                        "column cursors per 16 kept entries)")),
-         ("local_ids", "local ids (rank gather, popcount, compressed store)"),
-         ("row_tails", "each row's last < 16 entries, one at a time"),
+         ("transpose", ("transpose permutation (journal Alg. 6: a load and a store of a "
+                        "column cursor per kept entry)")),
+         ("local_ids", "local ids (popcount, add, compressed store)"),
+         ("row_tails", "each row's last < 16 entries, a masked block"),
          ("values", "edge values (load, scale by 1/deg, compressed store)"),
          ("edge_ids", "parent edge ids (compressed store)"))
 PARTS_OUTRO = (

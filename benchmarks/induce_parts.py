@@ -12,9 +12,11 @@ with one textual edit, compiled from a temporary copy (the edits assert that the
 there, so a changed kernel fails here instead of timing something else):
 
 * ``transpose``: the transpose pass (journal Alg. 6) removed;
-* ``local_ids``: the AVX-512 block no longer ranks and stores the kept entries' local ids;
+* ``local_ids``: the AVX-512 block no longer computes and stores the kept entries' local ids
+  (the rank words are still gathered: the membership test needs them);
 * ``edge_ids``: ... nor stores their parent edge ids;
-* ``row_tails``: each row's last chunk of < 16 entries (scanned one entry at a time) skipped;
+* ``row_tails``: each row's last chunk of < 16 entries (a block with its tail lanes masked)
+  skipped;
 * ``values``: no edge values at all (``fill_induced``'s own no-data mode, not an edit).
 
 ``full_2_threads`` is the full kernel on the same node sets with two workers (subgraphs
@@ -25,7 +27,7 @@ One thread, output arrays allocated once and reused (no page faults, as in train
 ``keep_freed_memory``); process CPU per subgraph of ``--calls`` calls, the minimum and median
 over rounds. A part's cost is the median over rounds of the full kernel's CPU minus the
 variant's in the same round. ``core`` is what is left: marking and
-ranking the members, the row loop and the 16-entry membership test (one gather of bitmap
+ranking the members, the row loop and the 16-entry membership test (one gather of 64-bit rank
 words per block). ``blocks`` counts the 16-entry chunks scanned per subgraph.
 """
 
@@ -52,23 +54,18 @@ from scalegnn.sampling.sampler_base import stream_seeds
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "scalegnn" / "sampling"
 EDITS = {   # variant: [(file, text, replacement)]
-    "transpose": [("_induce_kernels.py",
-                   "            if vector and out_perm.itemsize == 4:",
-                   "            if False:"),
-                  ("_induce_kernels.py", """                for q in _scan_range(eo, eo + ip[k]):
-                    loc = np.uint32(out_indices[q])
-                    out_perm[q] = cursor[loc]
-                    cursor[loc] += 1""", "                pass")],
+    "transpose": [("_induce_kernels.py", """                loc = np.uint32(out_indices[q])
+                out_perm[q] = cursor[loc]
+                cursor[loc] += 1""", "                pass")],
     "local_ids": [("_simd.py", """        inword = g.call("llvm.ctpop.v16i32", V_I32, [builder.and_(words, below)])
-        local = builder.add(g.gather32(g.addrs(3, rk, word), mask), inword)
-        g.compress(local, g.item(4, oi, p_), mask)""", "")],
+        g.compress(builder.add(ranks, inword), g.item(4, oi, p_), mask)""", "")],
     "edge_ids": [("_simd.py", "        g.compress(eids, g.item(5, oe, p_), mask)\n", "")],
-    "row_tails": [("_induce_kernels.py", """                    e1 = min(e0 + np.uint64(W), end)
-                    for e in _scan_range(e0, e1):""", """                    e1 = min(e0 + np.uint64(W), end)
-                    if vector:
-                        e0 = end
-                        continue
-                    for e in _scan_range(e0, e1):""")],
+    "row_tails": [("_induce_kernels.py", """                        n = min(end - e0, np.uint64(W))
+""", """                        n = min(end - e0, np.uint64(W))
+                        if n < np.uint64(W):
+                            e0 = end
+                            continue
+""")],
 }
 
 

@@ -13,7 +13,7 @@ import numba as nb
 import numpy as np
 
 from scalegnn.ops._kernels import _prefetch  # llvm.prefetch of &arr[idx]
-from scalegnn.sampling._simd import W, compress_block, popcount32, transpose_block
+from scalegnn.sampling._simd import W, compress_block, popcount32
 
 _JIT = dict(nogil=True, cache=True)
 
@@ -61,34 +61,37 @@ _PF = 16
 
 
 @nb.njit(**_JIT)
-def _rank_words(bits32, rank):
-    """rank[w] = members in the bitmap words before word w (a prefix sum of popcounts)."""
-    acc = np.int32(0)
+def _rank_words(bits32, rank_words):
+    """rank_words[w] = (members in the bitmap words before word w, a prefix sum of popcounts)
+    << 32 | bitmap word w: a member test and a local id from one load."""
+    acc = np.int64(0)
     for w in range(bits32.shape[0]):
-        rank[w] = acc
-        acc += np.int32(popcount32(bits32[w]))
+        b = bits32[w]
+        rank_words[w] = (acc << np.int64(32)) | np.int64(b)
+        acc += np.int64(popcount32(b))
 
 
 @nb.njit(inline="always", **_JIT)
-def _local_id(bits32, rank, v):
+def _local_id(rank_words, v):
     """The local id of member v: members before v's word + set bits below v in it."""
-    word = v >> np.uint32(5)
+    r = rank_words[v >> np.uint32(5)]
     below = (np.uint32(1) << (v & np.uint32(31))) - np.uint32(1)
-    return rank[word] + np.int32(popcount32(bits32[word] & below))
+    return (np.int32(r >> np.int64(32))
+            + np.int32(popcount32(np.uint32(r & np.int64(0xFFFFFFFF)) & below)))
 
 
 @nb.njit(inline="always", **_JIT)
-def _compress(indices, e0, bt32, rank, out_indices, out_eids, out_data, edge_values, su, p,
+def _compress(indices, e0, n, rank_words, out_indices, out_eids, out_data, edge_values, su, p,
               has_data, has_val):
     """``_simd.compress_block`` with the values it writes picked at run time (its mode is a
     compile-time literal)."""
     if has_data and has_val:
-        return compress_block(indices, e0, bt32, rank, out_indices, out_eids, out_data,
+        return compress_block(indices, e0, n, rank_words, out_indices, out_eids, out_data,
                               edge_values, su, p, 2)
     if has_data:
-        return compress_block(indices, e0, bt32, rank, out_indices, out_eids, out_data,
+        return compress_block(indices, e0, n, rank_words, out_indices, out_eids, out_data,
                               edge_values, su, p, 1)
-    return compress_block(indices, e0, bt32, rank, out_indices, out_eids, out_data,
+    return compress_block(indices, e0, n, rank_words, out_indices, out_eids, out_data,
                           edge_values, su, p, 0)
 
 
@@ -111,21 +114,24 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
     pointers (k + 1 entries at
     ``out_indptr[node_off[i] + i:]``) have exact offsets, known from ``nv``.
 
-    Each local row is the parent row of vs[j] filtered by membership (the |V|-bit map, which
-    stays in cache): with ``vector`` 16 entries at a time by AVX-512 compressed stores
-    (``_simd.compress_block``), a row's last short chunk (and every chunk without ``vector``) by a
-    branch-free loop that stores every scanned entry at the row's cursor and advances it only
-    on a hit (the stray store after a row's last hit lands on the next row's first slot,
-    rewritten next, or on the padding slot). A kept entry's local id is its rank among the
-    members: ``rank[v >> 5]`` (members in the bitmap words before v's, a prefix count made
-    per subgraph: |V|/32 int32, in L1 at 2^17 nodes) + the set bits below v in its word. A
-    |V|-entry id map did this before: 512 KiB at 2^17 nodes, 64 MiB at 2^24 (a cache miss per
-    kept entry there), written and reset per subgraph. Rows come out sorted since parent rows
+    Each local row is the parent row of vs[j] filtered by membership (the |V|-bit map): with
+    ``vector`` 16 entries at a time by AVX-512 compressed stores (``_simd.compress_block``; a
+    row's last short chunk with its tail lanes masked off), without it by a branch-free loop
+    that stores every scanned entry at the row's cursor and advances it only on a hit (the
+    stray store after a row's last hit lands on the next row's first slot, rewritten next, or
+    on the padding slot). A kept entry's local id is its rank among the members: the members
+    in the bitmap words before v's (a prefix count made per subgraph) + the set bits below v
+    in its word. Both halves sit in one int64 per word, ``rank_words[v >> 5]`` (prefix count
+    << 32 | bitmap word: |V|/32 words, 32 KiB at 2^17 nodes), so a block's membership test
+    and local ids take one gather. A |V|-entry id map did this before: 512 KiB at 2^17
+    nodes, 64 MiB at 2^24 (a cache miss per kept entry there), written and reset per
+    subgraph. Rows come out sorted since parent rows
     are. Parent edge id = scan position. If out_data is non-empty, value =
     edge_values[parent id] (1 if empty) * row_scale[row] (1 if empty, or 1/deg(row) in the
     parent graph if ``inv_degree``: no |V|-float table), the row scale gathered once per row.
     Then the transpose permutation by journal Alg. 6 for a symmetric pattern: rows in order,
-    entry (j, l) -> next free slot of row l. Parent edge ids and the permutation may be int32.
+    entry (j, l) -> next free slot of row l (a scalar loop; see ``_simd`` for the vector one
+    dropped). Parent edge ids and the permutation may be int32.
     """
     count = nv.shape[0]
     nw = bits.shape[0]
@@ -135,7 +141,7 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
     for w in nb.prange(nw):
         bt = bits[w]
         bt32 = bt.view(np.uint32)
-        rank = np.empty(bt32.shape[0], dtype=np.int32)
+        rank_words = np.empty(bt32.shape[0], dtype=np.int64)
         cursor = np.empty(nodes_buf.shape[1], dtype=out_perm.dtype)
         eo = seg_start[w]
         end_w = seg_end[w]
@@ -149,7 +155,7 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
             for j in range(k):
                 out_nodes[no + j] = vs[j]
             _mark_bits(vs, k, bt, np.uint64(1))
-            _rank_words(bt32, rank)
+            _rank_words(bt32, rank_words)
             p = np.uint64(eo)
             room = np.uint64(end_w) - np.uint64(W + 1)   # a chunk writes <= 16 + 1 stray
             for j in range(k):
@@ -166,17 +172,18 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                     if p > room:
                         overflow[w] = 1
                         break
-                    if vector and e0 + np.uint64(W) <= end:   # compressed (_simd)
-                        p += np.uint64(_compress(indices, e0, bt32, rank, out_indices, out_eids,
-                                                 out_data, edge_values, su, p, has_data,
-                                                 has_val))
-                        e0 += np.uint64(W)
+                    if vector:   # compressed (_simd), a row's last < 16 entries masked
+                        n = min(end - e0, np.uint64(W))
+                        p += np.uint64(_compress(indices, e0, np.int64(n), rank_words,
+                                                 out_indices, out_eids, out_data, edge_values,
+                                                 su, p, has_data, has_val))
+                        e0 += n
                         continue
                     e1 = min(e0 + np.uint64(W), end)
                     for e in _scan_range(e0, e1):
                         v = np.uint32(indices[e])
                         hit = _member(bt, v)
-                        out_indices[p] = _local_id(bt32, rank, v)   # junk on a miss
+                        out_indices[p] = _local_id(rank_words, v)   # junk on a miss
                         out_eids[p] = e
                         if has_data:
                             out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
@@ -193,17 +200,10 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
             ne[i] = ip[k]
             for j in range(k):
                 cursor[j] = ip[j]
-            if vector and out_perm.itemsize == 4:   # 16 entries of a row at a time (int32
-                # cursors): a row's columns are distinct, so the lanes never collide
-                for j in range(k):
-                    q1 = eo + ip[j + 1]
-                    for q in range(eo + ip[j], q1, W):
-                        transpose_block(out_indices, q, min(W, q1 - q), cursor, out_perm)
-            else:
-                for q in _scan_range(eo, eo + ip[k]):
-                    loc = np.uint32(out_indices[q])
-                    out_perm[q] = cursor[loc]
-                    cursor[loc] += 1
+            for q in _scan_range(eo, eo + ip[k]):   # the transpose (Alg. 6)
+                loc = np.uint32(out_indices[q])
+                out_perm[q] = cursor[loc]
+                cursor[loc] += 1
             eo += ip[k] + 1
 
 

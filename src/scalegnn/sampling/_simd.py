@@ -1,17 +1,22 @@
-"""16-lane blocks of the induction (``_induce_kernels.fill_induced``), written as LLVM vector
-IR in numba intrinsics: :func:`compress_block` (the parent-row scan) and
-:func:`transpose_block` (the transpose pass).
+"""16-lane blocks of the induction's parent-row scan (``_induce_kernels.fill_induced``), written
+as LLVM vector IR in numba intrinsics: :func:`compress_block`.
 
 Filtering a parent row by membership is stream compaction (keep the entries whose neighbour is
 in the subgraph, in order). LLVM does not vectorize compaction from a scalar loop, and the
 scalar, branch-free loop costs ~8 cycles per scanned entry (a bit test, a local-id lookup and
-three stores per entry, kept or not). With AVX-512 one block of 16 entries is: one load of the
-neighbour ids, one gather of their membership words, a compare, a masked gather of the kept
-entries' rank words, a popcount, and compressions (``vpcompressd`` in a register, then a
-whole-vector store) of the local ids, the parent edge ids and the edge values. The transpose
-pass (journal Alg. 6) takes 16 entries of a row at a time: a gather and a scatter of their
-columns' cursors (a row's columns are distinct, so the lanes never collide). Tried and
-dropped: the transpose inside the scan block (the scatters stalled the next block's gathers).
+three stores per entry, kept or not). With AVX-512 one block of <= 16 entries is: a masked load
+of the neighbour ids, one gather of their 64-bit rank words (a bitmap word in the low half, the
+members in the words before it in the high half: membership and local id from one gather, not
+one gather per half), a compare, a popcount, and compressions (``vpcompressd`` in a register,
+then a whole-vector store) of the local ids, the parent edge ids and the edge values. A row's
+last chunk of < 16 entries is a block with its tail lanes masked off.
+
+Measured, interleaved (rw, PPI budget, kronecker:17:8, 1 thread) on an AMD EPYC (Zen 4): one
+gather of rank words instead of a gather of bitmap words then a masked one of ranks 0.80x the
+induction's CPU; masked tail blocks instead of a scalar loop over a row's last < 16 entries a
+further 0.96x. Tried and dropped: the transpose inside the scan block (the scatters stalled the
+next block's gathers), and a 16-entry gather/scatter transpose (journal Alg. 6 by blocks): the
+same CPU as the scalar loop on Sapphire Rapids and 1.09x it on Zen 4, whose scatters are slow.
 
 :data:`VECTOR_FILL` says whether the host has AVX-512 (F and VL); without it LLVM would lower
 the compressed stores to a scalar sequence, so the caller keeps its scalar loop there
@@ -57,9 +62,14 @@ class _IR(VectorIR):
         return self.b.inttoptr(self.b.add(self.vec(self.b.ptrtoint(data, I64)), off),
                                ir.VectorType(data.type, W))
 
-    def gather32(self, ptrs, mask):
-        return self.call("llvm.masked.gather.v16i32.v16p0", V_I32,
-                         [ptrs, I32(4), mask, ir.Constant(V_I32, None)])
+    def masked_load(self, k, val, idx, vty, live):
+        """Lanes ``live`` of array argument ``k`` from element ``idx`` on (0 in the others;
+        nothing past them is read)."""
+        name, zero, size = {V_I32: ("v16i32", 0, 4), V_I64: ("v16i64", 0, 8),
+                            V_F32: ("v16f32", 0.0, 4)}[vty]
+        return self.call(f"llvm.masked.load.{name}.p0", vty, [
+            self.b.bitcast(self.item(k, val, idx), vty.as_pointer()), I32(size), live,
+            ir.Constant(vty, [zero] * W)])
 
     def compress(self, vals, ptr, mask):
         """The ``mask``ed lanes of ``vals`` packed to the front, all 16 lanes stored at
@@ -75,58 +85,61 @@ class _IR(VectorIR):
                            [vals, mask, ir.Constant(vals.type, None)])
         self.b.store(packed, self.b.bitcast(ptr, vals.type.as_pointer()), align=4)
 
-    def scatter32(self, vals, ptrs, mask):
-        self.call("llvm.masked.scatter.v16i32.v16p0", ir.VoidType(), [vals, ptrs, I32(4), mask])
-
     def popcount(self, mask):
         n = self.call("llvm.ctpop.i16", ir.IntType(W), [self.b.bitcast(mask, ir.IntType(W))])
         return self.b.zext(n, I64)
 
-    def member_mask(self, ids_arg, ids, e, bits_arg, bits):
-        """For ids ``indices[e:e+16]``: their bitmap word numbers (<16 x i64>), those words,
-        their bit positions in them, and the mask of the ids whose bit is set."""
+    def member_rank(self, ids_arg, ids, e, rw_arg, rw, live):
+        """For the ``live`` lanes of ids ``indices[e:e+16]`` (0 in the others): the bitmap
+        words holding their bits, their bit positions in them, the members in the words before
+        (all <16 x i32>), and the mask of the live ids whose bit is set; one gather of 64-bit
+        rank words ``rw``."""
         wide = self.aty[ids_arg].dtype.bitwidth == 64
-        raw = self.load(ids_arg, ids, e, V_I64 if wide else V_I32, 8 if wide else 4)
+        raw = self.masked_load(ids_arg, ids, e, V_I64 if wide else V_I32, live)
         if wide:
             v, word = raw, self.b.lshr(raw, ir.Constant(V_I64, [5] * W))
-        else:
-            # node ids are non-negative: sign-extended int32 ids (and zero-extended word
-            # numbers) let every gather use 32-bit indices: one 16-lane gather, not two
-            v = self.b.sext(raw, V_I64)
+        else:   # node ids are non-negative: zero-extended word numbers
+            v = self.b.zext(raw, V_I64)
             word = self.b.zext(self.b.lshr(raw, ir.Constant(V_I32, [5] * W)), V_I64)
-        words = self.gather32(self.addrs(bits_arg, bits, word), ir.Constant(V_I1, [1] * W))
+        both = self.call("llvm.masked.gather.v16i64.v16p0", V_I64, [
+            self.addrs(rw_arg, rw, word), I32(8), ir.Constant(V_I1, [1] * W),
+            ir.Constant(V_I64, None)])
+        words = self.b.trunc(both, V_I32)
+        ranks = self.b.trunc(self.b.lshr(both, ir.Constant(V_I64, [32] * W)), V_I32)
         lane = self.b.trunc(self.b.and_(v, ir.Constant(V_I64, [31] * W)), V_I32)
         bit = self.b.and_(self.b.lshr(words, lane), ir.Constant(V_I32, [1] * W))
-        return word, words, lane, self.b.icmp_unsigned("!=", bit, ir.Constant(V_I32, [0] * W))
+        hit = self.b.and_(self.b.icmp_unsigned("!=", bit, ir.Constant(V_I32, [0] * W)), live)
+        return words, lane, ranks, hit
 
 
 @intrinsic
-def compress_block(typingctx, indices, e, bits32, rank, out_idx, out_eid, out_dat, vals, su,
+def compress_block(typingctx, indices, e, n, rank_words, out_idx, out_eid, out_dat, vals, su,
                    p, data_mode):
-    """Entries ``indices[e:e+16]`` whose id has its bit set in ``bits32``: ``out_idx[p:]`` <-
-    their local ids (the rank of the id among the members: ``rank[id >> 5]``, the members in
-    the words before its word, + the set bits below it in its word; ``rank`` is int32 and
-    stays in L1 where a |V|-entry id map did not), ``out_eid[p:]`` <- ``e + lane`` (parent
-    edge ids, int32 or int64),
-    and by ``data_mode`` (an int literal: 0 no values, 1 ``su`` for every kept entry, 2
-    ``vals[e + lane] * su``) ``out_dat[p:]``, all compressed (only the kept entries are
-    written, in order). Returns how many were kept. ``indices`` (int32 or int64 node ids) must
-    hold ``e + 16`` entries; ``out_idx`` is int32, ``out_dat``, ``vals`` and ``su`` float32."""
+    """Of the ``n`` <= 16 entries ``indices[e:e+n]``, those whose id is a member (its bit set
+    in the low half of ``rank_words[id >> 5]``, int64): ``out_idx[p:]`` <- their local ids
+    (the rank of the id among the members: the high half of its rank word, the members in the
+    words before, + the set bits below it in its word), ``out_eid[p:]`` <- ``e + lane``
+    (parent edge ids, int32 or int64), and by ``data_mode`` (an int literal: 0 no values, 1
+    ``su`` for every kept entry, 2 ``vals[e + lane] * su``) ``out_dat[p:]``, all compressed
+    (only the kept entries are written, in order; 16 slots are stored, the ones past the kept
+    entries junk). Returns how many were kept. ``indices`` holds int32 or int64 node ids,
+    ``out_idx`` is int32, ``out_dat``, ``vals`` and ``su`` float32."""
     if not isinstance(data_mode, types.IntegerLiteral):
         return None
     mode = data_mode.literal_value
-    sig = types.int64(indices, e, bits32, rank, out_idx, out_eid, out_dat, vals, su, p,
+    sig = types.int64(indices, e, n, rank_words, out_idx, out_eid, out_dat, vals, su, p,
                       data_mode)
 
     def codegen(context, builder, signature, args):
-        ind, e_, bt, rk, oi, oe, od, va, su_, p_, _ = args
+        ind, e_, n_, rw, oi, oe, od, va, su_, p_, _ = args
         g = _IR(context, builder, signature)
-        word, words, lane, mask = g.member_mask(0, ind, e_, 2, bt)
+        n64 = n_ if n_.type.width == 64 else builder.zext(n_, I64)
+        live = builder.icmp_unsigned("<", ir.Constant(V_I64, list(range(W))), g.vec(n64))
+        words, lane, ranks, mask = g.member_rank(0, ind, e_, 3, rw, live)
         below = builder.sub(builder.shl(ir.Constant(V_I32, [1] * W), lane),
                             ir.Constant(V_I32, [1] * W))
         inword = g.call("llvm.ctpop.v16i32", V_I32, [builder.and_(words, below)])
-        local = builder.add(g.gather32(g.addrs(3, rk, word), mask), inword)
-        g.compress(local, g.item(4, oi, p_), mask)
+        g.compress(builder.add(ranks, inword), g.item(4, oi, p_), mask)
         e64 = e_ if e_.type.width == 64 else builder.zext(e_, I64)
         eids = builder.add(g.vec(e64), ir.Constant(V_I64, list(range(W))))
         if signature.args[5].dtype.bitwidth == 32:
@@ -135,7 +148,7 @@ def compress_block(typingctx, indices, e, bits32, rank, out_idx, out_eid, out_da
         if mode:
             scale = g.vec(su_)
             if mode == 2:
-                scale = builder.fmul(g.load(7, va, e_, V_F32, 4), scale)
+                scale = builder.fmul(g.masked_load(7, va, e_, V_F32, live), scale)
             g.compress(scale, g.item(6, od, p_), mask)
         return g.popcount(mask)
 
@@ -150,26 +163,3 @@ def popcount32(typingctx, x):
             builder.module, ir.FunctionType(I32, [I32]), "llvm.ctpop.i32"), [args[0]])
 
     return types.uint32(types.uint32), codegen
-
-
-@intrinsic
-def transpose_block(typingctx, out_indices, p, n, cursor, out_perm):
-    """Journal Alg. 6 for the ``n`` <= 16 entries ``p, p+1, ...`` of one local row (distinct
-    columns l, so the lanes never collide): ``out_perm[p + t] = cursor[l]``, ``cursor[l] += 1``
-    (all int32)."""
-    def codegen(context, builder, signature, args):
-        oi, p_, n_, cur, op = args
-        g = _IR(context, builder, signature)
-        n64 = n_ if n_.type.width == 64 else builder.zext(n_, I64)
-        live = builder.icmp_unsigned("<", ir.Constant(V_I64, list(range(W))), g.vec(n64))
-        locs = g.call("llvm.masked.load.v16i32.p0", V_I32, [
-            builder.bitcast(g.item(0, oi, p_), V_I32.as_pointer()), I32(4), live,
-            ir.Constant(V_I32, None)])
-        at = g.addrs(3, cur, builder.zext(locs, V_I64))
-        slots = g.gather32(at, live)
-        g.call("llvm.masked.store.v16i32.p0", ir.VoidType(), [
-            slots, builder.bitcast(g.item(4, op, p_), V_I32.as_pointer()), I32(4), live])
-        g.scatter32(builder.add(slots, ir.Constant(V_I32, [1] * W)), at, live)
-        return context.get_dummy_value()
-
-    return types.void(out_indices, p, n, cursor, out_perm), codegen
