@@ -48,10 +48,12 @@ def span(values, fmt="{:.2f}") -> str:
 
 
 def provenance(records: list[dict]) -> str:
-    """One line per distinct (command, date, load, source): how these records were measured."""
+    """One line per distinct (command, date, cpu, load, source): how these records were
+    measured."""
     groups: list[tuple[tuple, list[str]]] = []
     for r in records:
-        key = (r.get("command"), r.get("date"), tuple(r.get("load_avg") or ()), r.get("source"))
+        key = (r.get("command"), r.get("date"), r.get("cpu"), tuple(r.get("load_avg") or ()),
+               r.get("source"))
         for k, ids in groups:
             if k == key:
                 ids.append(r.get("id", r.get("case")))
@@ -59,8 +61,8 @@ def provenance(records: list[dict]) -> str:
         else:
             groups.append((key, [r.get("id", r.get("case"))]))
     lines = []
-    for (command, date, load, source), ids in groups:
-        head = f"measured on {date}" if date else "measured"
+    for (command, date, cpu, load, source), ids in groups:
+        head = (f"measured on {date}" if date else "measured") + (f" on {cpu}" if cpu else "")
         if len(groups) > 1 and command:
             line = f"- `{command}`: {head if date else 'date not recorded'}"
         else:
@@ -265,7 +267,7 @@ def generic(records: list[dict]) -> str:
     """Records of a kind this page has no table for: one row each, every plain field."""
     if not records:
         return ""
-    skip = {"id", "kind", "command", "date", "load_avg", "source", "group"}
+    skip = {"id", "kind", "command", "date", "cpu", "load_avg", "source", "group"}
     keys = [k for k in records[0] if k not in skip and not isinstance(records[0][k], (dict, list))]
     rows = [[r.get(k, "") for k in keys] for r in records]
     return provenance(records) + "\n\n" + table(keys, rows)
@@ -295,7 +297,20 @@ def _find(sections, name, rid):
 
 
 def _when(r) -> str:
-    return r.get("date") or "date not recorded"
+    """A record's date, and the microarchitecture it ran on where recorded (``znver4``)."""
+    date = r.get("date") or "date not recorded"
+    cpu = r.get("cpu", "")
+    return f"{date}, {cpu[cpu.rfind('(') + 1:cpu.rfind(')')]}" if "(" in cpu else date
+
+
+def measured(r) -> str:
+    """``(date, on CPU, load average a-b)`` of a record: where its numbers came from."""
+    parts = [r.get("date") or "date not recorded"]
+    if r.get("cpu"):
+        parts.append(f"on {r['cpu']}")
+    if r.get("load_avg"):
+        parts.append(f"load average {load_text(list(r['load_avg']))}")
+    return "(" + ", ".join(parts) + ")"
 
 
 def headline(sections: dict) -> str:
@@ -358,4 +373,4 @@ def headline(sections: dict) -> str:
         rows.append(["SHP / HP expected minibatch volume, facebook K = 4-32 (target <= 0.95)",
                      f"{tables.geomean(r['shp_vs_hp'] for r in shp_rows):.3f}",
                      f"`{shp_rows[0]['command'].split(' --out ')[0]}` ({_when(shp_rows[0])})"])
-    return table(["what", "measured", "command (date)"], rows)
+    return table(["what", "measured", "command (date, CPU)"], rows)

@@ -21,6 +21,23 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = "../shared/data"
 
 
+def host_cpu() -> str:
+    """The machine a record was measured on, e.g. ``AMD EPYC (znver4), 2 CPUs``: the model
+    name of ``/proc/cpuinfo`` and LLVM's name for the microarchitecture (the kernels' timings
+    depend on it: gathers, scatters and compressed stores cost differently on Intel and AMD
+    cores with the same AVX-512 flags)."""
+    from llvmlite import binding as llvm
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = " ".join(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
+    return f"{model} ({llvm.get_host_cpu_name()}), {os.cpu_count()} CPUs"
+
+
 class BenchmarkFailed(RuntimeError):
     """A benchmark exited non-zero or printed nothing usable."""
 

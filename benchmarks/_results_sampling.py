@@ -147,8 +147,7 @@ def _render_ppr(sec: dict, fmt) -> list[str]:
               f"{w['touched']:,.0f}", f"{f['stream_MB']:.1f}", f"{f['random_lines']:,}",
               _ms(f["bound_cpu_ms"]), _ms(f["min_bound_cpu_ms"]), _ms(roof["cpu_ms"]),
               f"{f['cpu_over_bound']:.1f}x"]]))
-        out.append(f"`{roof['command']}` ({roof['date']}, load average "
-                   f"{roof['load_avg'][0]}-{roof['load_avg'][1]}).")
+        out.append(f"`{roof['command']}` {fmt.measured(roof)}.")
     ref = next((r for r in sec["records"] if r.get("kind") == "ppr_reference"), None)
     if ref:
         sm = ref["summary"]
@@ -166,8 +165,7 @@ def _render_ppr(sec: dict, fmt) -> list[str]:
                    f"scalegnn {sm['overlap_ours_exact']:.4f}, reference "
                    f"{sm['overlap_ref_exact']:.4f} (the reference's lazy push ranks like "
                    f"standard PPR at 2α/(1+α): {sm['overlap_ref_exact_lazy']:.4f} there). "
-                   f"`{ref['command']}` ({ref['date']}, load average {ref['load_avg'][0]}-"
-                   f"{ref['load_avg'][1]}).")
+                   f"`{ref['command']}` {fmt.measured(ref)}.")
     return out
 
 
@@ -197,8 +195,8 @@ def _render_parts(sec: dict, fmt) -> list[str]:
                                rounds=sm["rounds"], blocks=sm["blocks"],
                                scanned=sm["scanned"], edges=sm["edges"]),
             fmt.table(["part", "CPU ms per subgraph", "share"], rows),
-            f"`{rec['command']}` ({rec['date']}, load average {rec['load_avg'][0]}-"
-            f"{rec['load_avg'][1]}). " + PARTS_OUTRO.format(two=sm["two_threads_over_one"])]
+            f"`{rec['command']}` {fmt.measured(rec)}. "
+            + PARTS_OUTRO.format(two=sm["two_threads_over_one"])]
 
 
 def render(sec: dict, fmt) -> str:
@@ -222,8 +220,7 @@ def render(sec: dict, fmt) -> str:
                               "random lines", "bound ms", "minimum ms", "measured ms",
                               "/ bound", "/ minimum", "draw ms (/ bound)",
                               "induce ms (/ bound)"], rows))
-        out.append(f"`{roof[0]['command']}` ({roof[0]['date']}, load average "
-                   f"{roof[0]['load_avg'][0]}-{roof[0]['load_avg'][1]}).")
+        out.append(f"`{roof[0]['command']}` {fmt.measured(roof[0])}.")
     out += _render_parts(sec, fmt)
     refs = [r for r in sec["records"] if r.get("kind") == "reference"]
     if refs:
@@ -244,5 +241,5 @@ def render(sec: dict, fmt) -> str:
                          f"**{ref['summary']['median_ratio'][s]:.2f}**"])
         out.append(fmt.table(["sampler", "reference ms", "scalegnn ms", "ratio per round",
                               "median ratio"], rows))
-        out.append(f"`{ref['command']}` ({ref['date']}).")
+        out.append(f"`{ref['command']}` {fmt.measured({**ref, 'load_avg': None})}.")
     return "\n\n".join(out + _render_ppr(sec, fmt))

@@ -8,7 +8,7 @@
 the same key (a case, a dataset, a format...), so a partial run (``--args`` passes extra
 arguments to a single section's benchmark, e.g. ``--only accuracy --args "--cases cora_rw
 --seeds 0"``) updates only its own rows. Every record carries the ``command`` that produced
-it, its ``date`` and the load average (``load_avg``) around it; records transcribed from an
+it, its ``date``, the machine's ``cpu`` and the load average (``load_avg``) around it; records transcribed from an
 earlier README carry a ``source`` instead of a fresh run.
 
 ``render`` writes ``docs/results.md`` from the stored records alone (deterministic: same
@@ -108,6 +108,9 @@ def cmd_run(args) -> int:
             print(f"results.py: section {name} failed: {e}", file=sys.stderr)
             status = 1
             continue
+        cpu = runners.host_cpu()
+        for r in records:
+            r.setdefault("cpu", cpu)
         data = load_section(name)
         data["records"] = merge(data["records"], records)
         save_section(name, data)

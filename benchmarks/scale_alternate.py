@@ -99,6 +99,7 @@ def main(argv=None) -> int:
                 if a not in ("--store", "--replay", args.replay)]
         rec = perf.scale_record(sweep, alt, "python benchmarks/scale_alternate.py "
                                 + shlex.join(argv))
+        rec["cpu"] = results.runners.host_cpu()
         data = results.load_section("speed")
         data["records"] = results.merge(data["records"], [rec])
         results.save_section("speed", data)

@@ -63,3 +63,22 @@ def test_alternation_medians_and_page(mods, tmp_path):
                      for r in runs]
     log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     assert alt_mod.main(["--data-dir", "D", "--sweep", "20,24", "--replay", str(log)]) == 0
+
+
+def test_records_name_the_cpu_they_ran_on(mods):
+    """A record stamped with the host's CPU says so wherever the page cites it; records from
+    before the stamp render as they did."""
+    *_, render = mods
+    import _results_run
+    cpu = _results_run.host_cpu()
+    assert cpu.endswith(" CPUs") and "(" in cpu
+    rec = {"command": "c", "date": "2026-11-27", "load_avg": [1.0, 1.5],
+           "cpu": "AMD EPYC (znver4), 2 CPUs"}
+    assert render.measured(rec) == "(2026-11-27, on AMD EPYC (znver4), 2 CPUs, " \
+                                   "load average 1-1.5)"
+    assert render._when(rec) == "2026-11-27, znver4"
+    old = {"command": "c", "date": "2026-11-20", "load_avg": [1.0, 1.5]}
+    assert render._when(old) == "2026-11-20"
+    assert render.measured({**old, "load_avg": None}) == "(2026-11-20)"
+    assert render.provenance([rec]) == ("Measured on 2026-11-27 on AMD EPYC (znver4), 2 CPUs "
+                                        "with `c` (load average 1-1.5).")
