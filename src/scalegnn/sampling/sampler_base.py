@@ -184,10 +184,14 @@ class Sampler:
         # its arrays, which live until the last of them is freed, so subgraphs too large for
         # a group of one per worker (frontier ones at 2^24 nodes: ~24 MB each) go one per
         # worker: groups of 8 kept up to 3 extra subgraphs resident in the loader's pool.
+        # A group is a multiple of the worker count: worker w takes subgraphs w, w + workers,
+        # ... of it, and in a group of 7 on 2 workers one of them waits (spinning, in
+        # OpenMP's default policy) through a whole subgraph.
         per_sub = (4.0 + 2 * self._id_dtype().itemsize + 4.0) * self._mean_edges \
             + 16.0 * self.cap + 1.0
         floor = workers if per_sub * workers > self.GROUP_BYTES else max(4 * workers, 4)
         group = max(int(self.GROUP_BYTES / per_sub), floor)
+        group -= group % workers
         subs: list[Subgraph] = []
         with self._lock:  # the per-worker scratch maps are shared state
             self.phase_cpu_s = {"draw": 0.0, "induce": 0.0}
