@@ -15,8 +15,8 @@ Measured, interleaved (rw, PPI budget, kronecker:17:8, 1 thread) on an AMD EPYC 
 gather of rank words instead of a gather of bitmap words then a masked one of ranks 0.80x the
 induction's CPU; masked tail blocks instead of a scalar loop over a row's last < 16 entries a
 further 0.96x. Tried and dropped: the transpose inside the scan block (the scatters stalled the
-next block's gathers), and a 16-entry gather/scatter transpose (journal Alg. 6 by blocks): the
-same CPU as the scalar loop on Sapphire Rapids and 1.09x it on Zen 4, whose scatters are slow.
+next block's gathers), and a 16-entry gather/scatter transpose (journal Alg. 6 by blocks): with
+it the induction cost the same CPU as with the scalar loop on Sapphire Rapids, 1.09x on Zen 4.
 
 :data:`VECTOR_FILL` says whether the host has AVX-512 (F and VL); without it LLVM would lower
 the compressed stores to a scalar sequence, so the caller keeps its scalar loop there
