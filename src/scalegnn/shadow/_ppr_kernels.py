@@ -32,11 +32,11 @@ SWEEP_FRAC = 8        # ... and more than 1/SWEEP_FRAC of them are queued;
 SWEEP_TAIL = 256      # back to FIFO after a sweep that pushed fewer nodes than this
 @nb.njit(**_JIT)
 def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q, qh, qn,
-              sweep, stats):
+              sweep, stats, thr):
     """Run FIFO pushes until the queue (ring q[qh:qh+qn], node ids) is empty, until the sweep
     rule holds (with ``sweep``; qn > 0 on return) or until the next push might overfill a
     hashed table: returns (cnt, qh, qn, needed capacity or 0). Counts pushes and neighbour
-    updates into stats[0], stats[1]."""
+    updates into stats[0], stats[1]. ``thr[u]`` = eps*deg(u) when ``sweep`` (else empty)."""
     ring = q.shape[0]
     while qn > 0:
         if sweep and cnt >= SWEEP_MIN and qn * SWEEP_FRAC > cnt:
@@ -69,7 +69,8 @@ def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q,
                 tl[cnt] = v
                 cnt += 1
             rv[s] += share
-            if not inq[s] and rv[s] > eps * (indptr[v + 1] - indptr[v]):
+            if not inq[s] and rv[s] > (thr[v] if sweep else
+                                       eps * (indptr[v + 1] - indptr[v])):
                 inq[s] = True
                 j = qh + qn
                 q[j if j < ring else j - ring] = v
@@ -78,11 +79,11 @@ def _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq, tl, cnt, q,
 
 
 @nb.njit(**_JIT)
-def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, stats):
+def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, stats, thr):
     """Sweeps (module docstring) over a direct-mapped table whose untouched slots hold
     p = r = 0: every id is visited (untouched ones have r = 0 and are not pushed), with no
     per-neighbour bookkeeping (plain loops over ids: 1.5x faster than tracking the touched
-    range). Returns the pushes of the
+    range; ``thr[x]`` = eps*deg(x)). Returns the pushes of the
     last sweep (< SWEEP_TAIL). Counts pushes, neighbour updates and ids visited into
     stats[0], stats[1], stats[2]."""
     n = indptr.shape[0] - 1
@@ -90,10 +91,10 @@ def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, stats):
         pushed = 0
         stats[2] += n
         for x in range(n):
-            a = indptr[x]
-            b = indptr[x + 1]
             ru = rv[x]
-            if ru > eps * (b - a):
+            if ru > thr[x]:
+                a = indptr[x]
+                b = indptr[x + 1]
                 pushed += 1
                 stats[0] += 1
                 stats[1] += b - a
@@ -208,6 +209,12 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
     tl = np.empty(cap, dtype=np.int64)        # touched node ids, insertion order
     q = np.empty(cap, dtype=np.int64)         # FIFO ring of node ids
     sweep = n <= DENSE                        # direct-mapped from the start: sweeps allowed
+    # the push thresholds eps*deg(u) of a direct-mapped graph (|V| <= DENSE: at most 512 KiB),
+    # read by the sweeps and the FIFO pushes instead of two row bounds and a multiply per id
+    # (0.89-0.94x the CPU per target on Facebook, the same lists)
+    thr = np.empty(n if sweep else 0, dtype=np.float64)
+    for x in range(thr.shape[0]):
+        thr[x] = eps * (indptr[x + 1] - indptr[x])
     hs = np.empty(max(k - 1, 1), dtype=np.float64)
     hv = np.empty(max(k - 1, 1), dtype=np.int64)
     stats = np.zeros(3, dtype=np.int64)
@@ -226,9 +233,9 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
         qn = 1
         while True:
             cnt, qh, qn, need = _push_all(indptr, indices, alpha, eps, keys, shift, pv, rv, inq,
-                                          tl, cnt, q, qh, qn, sweep, stats)
+                                          tl, cnt, q, qh, qn, sweep, stats, thr)
             if need == 0 and qn > 0:        # the sweep rule held (direct-mapped table)
-                pushed = _sweeps_direct(indptr, indices, alpha, eps, pv, rv, stats)
+                pushed = _sweeps_direct(indptr, indices, alpha, eps, pv, rv, stats, thr)
                 cnt = _relist(keys, pv, rv, tl, cnt, n)
                 if pushed == 0:
                     break
