@@ -8,8 +8,8 @@
 the same key (a case, a dataset, a format...), so a partial run (``--args`` passes extra
 arguments to a single section's benchmark, e.g. ``--only accuracy --args "--cases cora_rw
 --seeds 0"``) updates only its own rows. Every record carries the ``command`` that produced
-it, its ``date``, the machine's ``cpu`` and the load average (``load_avg``) around it; records transcribed from an
-earlier README carry a ``source`` instead of a fresh run.
+it, its ``date``, the machine's ``cpu`` and the load average (``load_avg``) around it;
+records transcribed from an earlier README carry a ``source`` instead of a fresh run.
 
 ``render`` writes ``docs/results.md`` from the stored records alone (deterministic: same
 records, same page), and the results table between the headline markers of ``README.md``;

@@ -185,8 +185,8 @@ class Sampler:
         # a group of one per worker (frontier ones at 2^24 nodes: ~24 MB each) go one per
         # worker: groups of 8 kept up to 3 extra subgraphs resident in the loader's pool.
         # A group is a multiple of the worker count: worker w takes subgraphs w, w + workers,
-        # ... of it, and in a group of 7 on 2 workers one of them waits (spinning, in
-        # OpenMP's default policy) through a whole subgraph.
+        # ... of it, and in a group of 7 on 2 workers one of them sat idle through a whole
+        # subgraph (wall time; CPU too where OMP_WAIT_POLICY is active).
         per_sub = (4.0 + 2 * self._id_dtype().itemsize + 4.0) * self._mean_edges \
             + 16.0 * self.cap + 1.0
         floor = workers if per_sub * workers > self.GROUP_BYTES else max(4 * workers, 4)

@@ -109,14 +109,14 @@ def _sweeps_direct(indptr, indices, alpha, eps, pv, rv, stats, thr):
 
 
 @nb.njit(**_JIT)
-def _requeue(indptr, eps, keys, rv, inq, q):
-    """After the sweeps (direct-mapped table): queue the touched nodes with r(u) >
+def _requeue(thr, keys, rv, inq, q):
+    """After the sweeps (direct-mapped table): queue the touched nodes with r(u) > thr[u] =
     eps*deg(u) in id order (the order a sweep would visit them) for the FIFO tail; returns
     the queue length."""
     qn = 0
     for u in range(keys.shape[0]):
         if keys[u] == u:
-            inq[u] = rv[u] > eps * (indptr[u + 1] - indptr[u])
+            inq[u] = rv[u] > thr[u]
             if inq[u]:
                 q[qn] = u
                 qn += 1
@@ -199,7 +199,7 @@ def _select(keys, shift, pv, rv, alpha, tl, cnt, k, threshold, hs, hv):
 
 @nb.njit(**_JIT)
 def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
-                out_cnt, work, w, nw):
+                out_cnt, work, w, nw, thr):
     n = indptr.shape[0] - 1
     keys, shift = _new_table(64, n)
     cap = keys.shape[0]
@@ -209,12 +209,6 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
     tl = np.empty(cap, dtype=np.int64)        # touched node ids, insertion order
     q = np.empty(cap, dtype=np.int64)         # FIFO ring of node ids
     sweep = n <= DENSE                        # direct-mapped from the start: sweeps allowed
-    # the push thresholds eps*deg(u) of a direct-mapped graph (|V| <= DENSE: at most 512 KiB),
-    # read by the sweeps and the FIFO pushes instead of two row bounds and a multiply per id
-    # (0.89-0.94x the CPU per target on Facebook, the same lists)
-    thr = np.empty(n if sweep else 0, dtype=np.float64)
-    for x in range(thr.shape[0]):
-        thr[x] = eps * (indptr[x + 1] - indptr[x])
     hs = np.empty(max(k - 1, 1), dtype=np.float64)
     hv = np.empty(max(k - 1, 1), dtype=np.int64)
     stats = np.zeros(3, dtype=np.int64)
@@ -239,7 +233,7 @@ def _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, o
                 cnt = _relist(keys, pv, rv, tl, cnt, n)
                 if pushed == 0:
                     break
-                qn, qh = _requeue(indptr, eps, keys, rv, inq, q), 0
+                qn, qh = _requeue(thr, keys, rv, inq, q), 0
                 continue
             if need == 0:
                 break
@@ -284,6 +278,14 @@ def ppr_topk(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_
     threshold * (best non-target score) when threshold > 0; out_cnt[i] entries are used.
     work[i] = (pushes, neighbour updates, ids visited by sweeps, nodes touched): the work the
     target cost, for ``bench extract``'s roofline."""
+    # the push thresholds eps*deg(u) of a direct-mapped graph (|V| <= DENSE: at most 512 KiB,
+    # made once a call and shared by the workers), read by the sweeps and the FIFO pushes
+    # instead of two row bounds and a multiply per id (0.89-0.94x the CPU per target on
+    # Facebook, the same lists)
+    n = indptr.shape[0] - 1
+    thr = np.empty(n if n <= DENSE else 0, dtype=np.float64)
+    for x in range(thr.shape[0]):
+        thr[x] = eps * (indptr[x + 1] - indptr[x])
     for w in nb.prange(nw):
         _ppr_worker(indptr, indices, targets, alpha, eps, k, threshold, out_nodes, out_scores,
-                    out_cnt, work, w, nw)
+                    out_cnt, work, w, nw, thr)
