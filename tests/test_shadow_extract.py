@@ -8,7 +8,9 @@ from scipy import stats
 
 from scalegnn.errors import ConfigError, DataError
 from scalegnn.graph import Graph
+from scalegnn.sampling._simd import VECTOR_FILL, W
 from scalegnn.shadow import extract
+from scalegnn.shadow._block_kernels import block_bounds, compact_blocks, induced_marked
 from scalegnn.shadow import reference as R
 from scalegnn.shadow.extract import KHopExtractor, graph_key
 from scalegnn.shadow.ppr import PPRExtractor
@@ -62,6 +64,41 @@ def test_hashed_tables_on_a_large_sparse_id_space():
     (p1, n1, s1), (p2, n2, s2) = ps.lists(t), pb.lists(t * 613)
     assert np.array_equal(p1, p2) and np.array_equal(n1 * 613, n2) and np.array_equal(s1, s2)
     assert (np.diff(p1) > 200).any()     # the tables grew well past their 256 first slots
+
+
+def test_vector_one_pass_induction_writes_what_the_scalar_one_writes(monkeypatch):
+    """The AVX-512 blocks of the one-pass induction (``_simd.mark_block``, 16 entries of a row
+    at a time, masked row tails) give the blocks the scalar loop and the slow reference give,
+    on rows of many blocks, on pair unions (repeated ids), and with int64 node ids (past
+    2^31 nodes) passed to the kernel itself."""
+    if not VECTOR_FILL:
+        pytest.skip("host without AVX-512: the induction has only its scalar loop")
+    dense = random_graph(400, 30_000, seed=7)          # mean degree ~150: blocks and tails
+    t = np.arange(0, 400, 3)
+    ex = KHopExtractor(dense, depth=1, budget=40)
+    out = {}
+    for vec in (True, False):
+        monkeypatch.setattr(ex, "vector_fill", vec)
+        out[vec] = (ex.extract(t, seed=2), ex.extract_pairs(t, t[::-1], seed=2))
+    for a, b in zip(out[True], out[False]):
+        for f in ("offsets", "nodes", "center", "indptr", "indices"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    scopes = [out[True][0].block(k)[0] for k in range(t.size)]
+    check_against_reference(dense, out[True][0], scopes, t)
+    ts = out[True][1]
+    g = dense
+    marks = np.full((2, g.num_nodes), -1, dtype=np.int32)
+    bound = block_bounds(g.indptr, ts.nodes, ts.offsets, W)
+    runs = []
+    for ids in (g.indices, g.indices.astype(np.int64)):
+        for vec in (True, False):
+            tmp = np.empty(int(bound[-1]), dtype=np.int32)
+            rowlen = np.empty(ts.nodes.size, dtype=np.int64)
+            induced_marked(g.indptr, ids, ts.offsets, ts.nodes, bound, tmp, rowlen, marks, 2, vec)
+            runs.append(compact_blocks(tmp, bound, rowlen, ts.offsets))
+    for indptr, indices in runs:
+        assert np.array_equal(indptr, ts.indptr) and np.array_equal(indices, ts.indices)
+    assert (marks == -1).all()
 
 
 @pytest.mark.parametrize("limit", ["_MARK_NODES", "_MARK_ENTRIES"])

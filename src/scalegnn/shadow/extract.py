@@ -26,7 +26,9 @@ import numpy as np
 
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
-from scalegnn.shadow._block_kernels import block_rows, induced, induced_marked, union_blocks
+from scalegnn.sampling._simd import VECTOR_FILL, W
+from scalegnn.shadow._block_kernels import (block_bounds, block_rows, compact_blocks, induced,
+                                            induced_marked, union_blocks)
 from scalegnn.shadow._khop_kernels import khop_scopes
 
 _KEY_SAMPLE = 1 << 22       # entries of indptr / indices hashed by graph_key (strided)
@@ -122,6 +124,8 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 class _Extractor:
     """Shared checks and block assembly; subclasses give each end's scope as segments."""
 
+    vector_fill = VECTOR_FILL   # AVX-512 blocks in the one-pass induction (False: scalar)
+
     def __init__(self, graph: Graph):
         if not isinstance(graph, Graph):
             raise GraphError(f"{type(self).__name__}: graph must be a scalegnn Graph")
@@ -174,20 +178,19 @@ class _Extractor:
     def _blocks(self, ends, seed, pair):
         """(offsets, nodes int64) of the blocks: each end's scope, or pairwise unions."""
         src, start, length, is_sorted = self._segments(ends, seed)
-        if src.dtype != np.int64:   # gather the lists: union_blocks compiled for int64 only
-            src, start = src[_ranges(start, length)].astype(np.int64), _cumsum0(length)[:-1]
         nblk = ends.shape[0] // 2 if pair else ends.shape[0]
-        nw = self._workers(nblk)
         if not pair and is_sorted:
             buf, buf_off, sizes = src, start, length
         else:
             a_s, a_l = start[:nblk], length[:nblk]
             b_s, b_l = (start[nblk:], length[nblk:]) if pair else (a_s, np.zeros_like(a_l))
             buf_off = _cumsum0(a_l + b_l)
-            buf = np.empty(int(buf_off[-1]), dtype=src.dtype)
+            buf = np.empty(int(buf_off[-1]), dtype=np.int64)
             sizes = np.empty(nblk, dtype=np.int64)
-            union_blocks(src, a_s, a_l, b_s, b_l, buf, buf_off, sizes, nw)
-        return _cumsum0(sizes), buf[_ranges(buf_off[:nblk], sizes)].astype(np.int64)
+            union_blocks(src, a_s, a_l, b_s, b_l, buf, buf_off, sizes, self._workers(nblk))
+            if sizes.sum() == buf.shape[0]:     # nothing repeated: the blocks are back to back
+                return buf_off, buf
+        return _cumsum0(sizes), buf[_ranges(buf_off[:nblk], sizes)].astype(np.int64, copy=False)
 
     def _assemble(self, targets, offsets, nodes, first, second) -> TargetSubgraphs:
         nw = self._workers(offsets.shape[0] - 1)
@@ -195,15 +198,13 @@ class _Extractor:
         rowlen = np.empty(nodes.shape[0], dtype=np.int64)
         bound = None
         if g.num_nodes <= _MARK_NODES:     # one pass into a scratch of the blocks' degree sums
-            deg = _cumsum0(g.indptr[nodes + 1] - g.indptr[nodes])
-            bound = _cumsum0(deg[offsets[1:]] - deg[offsets[:-1]] + 1)
+            bound = block_bounds(g.indptr, nodes, offsets, W)
         if bound is not None and bound[-1] <= _MARK_ENTRIES:
-            tmp = np.empty(int(bound[-1]), dtype=np.int64)
+            tmp = np.empty(int(bound[-1]), dtype=np.int32)
             with self._marks_lock:      # one caller at a time on the shared maps
                 induced_marked(g.indptr, g.indices, offsets, nodes, bound, tmp, rowlen,
-                               self._mark_scratch(nw), nw)
-            indptr = _cumsum0(rowlen)
-            indices = tmp[_ranges(bound[:-1], indptr[offsets[1:]] - indptr[offsets[:-1]])]
+                               self._mark_scratch(nw), nw, self.vector_fill)
+            indptr, indices = compact_blocks(tmp, bound, rowlen, offsets)
         else:
             induced(g.indptr, g.indices, offsets, nodes, rowlen, rowlen, rowlen, nw)
             indptr = _cumsum0(rowlen)
