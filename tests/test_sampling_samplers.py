@@ -306,6 +306,34 @@ def test_vector_fill_equals_scalar_fill_and_reference(name):
                     np.testing.assert_array_equal(a.graph.data, b.graph.data)
 
 
+@pytest.mark.parametrize("past", [False, True])
+def test_vector_fill_of_subgraphs_near_and_past_2_16_nodes(past):
+    """Groups whose subgraphs may reach 2^16 nodes take the 64-bit rank words (32-bit bitmap
+    words, 32-bit member counts) instead of the int32 ones (16-bit words and counts, whose
+    counts past 2^15 set the int32's sign bit): both give the subgraphs of the scalar loop
+    and the reference."""
+    if not VECTOR_FILL:
+        pytest.skip("host without AVX-512: the fill pass has only its scalar loop")
+    from scalegnn.sampling._induce_kernels import NARROW_NODES
+    g = random_graph(n=90_000, m=400_000, seed=3)
+    size = NARROW_NODES + 9000 if past else NARROW_NODES - 1
+    s = make_sampler("node", g, np.arange(g.num_nodes), {"size_subgraph": size})
+    assert (s.cap >= NARROW_NODES) == past
+    out = {}
+    for vec in (True, False):
+        s.vector_fill = vec
+        out[vec] = s.sample(2, seed=4, num_threads=2, row_scale="inverse_degree")
+    for a, b in zip(out[True], out[False]):
+        ref, eids = g.induced_subgraph(a.nodes)
+        np.testing.assert_array_equal(a.graph.indptr, ref.indptr)
+        np.testing.assert_array_equal(a.graph.indices, ref.indices)
+        np.testing.assert_array_equal(a.edge_ids, eids)
+        for x, y in ((a.nodes, b.nodes), (a.graph.indices, b.graph.indices),
+                     (a.transpose_perm, b.transpose_perm), (a.graph.data, b.graph.data)):
+            np.testing.assert_array_equal(x, y)
+    assert max(sub.num_nodes for sub in out[True]) > 40_000
+
+
 @pytest.mark.parametrize("vector", [True, False])
 def test_fill_reads_int64_node_ids_as_int32_ones(vector):
     """Past 2^31 nodes the CSR holds int64 ids: the fill pass (its 16-lane blocks load them

@@ -8,16 +8,20 @@ scalar, branch-free loop costs ~8 cycles per scanned entry (a bit test, a local-
 three stores per entry, kept or not). With AVX-512 one block of <= 16 entries is: a masked load
 of the neighbour ids, one gather of their 64-bit rank words (a bitmap word in the low half, the
 members in the words before it in the high half: membership and local id from one gather, not
-one gather per half), a compare, a popcount, and compressions (``vpcompressd`` in a register,
-then a whole-vector store) of the local ids, the parent edge ids and the edge values. A row's
-last chunk of < 16 entries is a block with its tail lanes masked off.
+one gather per half; for subgraphs of < 2^16 nodes 16-bit words and counts in one int32, one
+16-lane gather instead of two 8-lane ones), a compare, a popcount, and compressions
+(``vpcompressd`` in a register, then a whole-vector store) of the local ids, the parent edge ids
+and the edge values. A row's last chunk of < 16 entries is a block with its tail lanes masked
+off.
 
 Measured, interleaved (rw, PPI budget, kronecker:17:8, 1 thread) on an AMD EPYC (Zen 4): one
 gather of rank words instead of a gather of bitmap words then a masked one of ranks 0.80x the
 induction's CPU; masked tail blocks instead of a scalar loop over a row's last < 16 entries a
-further 0.96x. Tried and dropped: the transpose inside the scan block (the scatters stalled the
-next block's gathers), and a 16-entry gather/scatter transpose (journal Alg. 6 by blocks): with
-it the induction cost the same CPU as with the scalar loop on Sapphire Rapids, 1.09x on Zen 4.
+further 0.96x; the int32 rank words of subgraphs below 2^16 nodes a further 0.87-0.91x (rw,
+edge, node, mrw). Tried and dropped: the transpose inside the scan block (the scatters stalled
+the next block's gathers), and a 16-entry gather/scatter transpose (journal Alg. 6 by blocks):
+with it the induction cost the same CPU as with the scalar loop on Sapphire Rapids, 1.09x on Zen
+4.
 
 :data:`VECTOR_FILL` says whether the host has AVX-512 (F and VL); without it LLVM would lower
 the compressed stores to a scalar sequence, so the caller keeps its scalar loop there
@@ -94,21 +98,34 @@ class _IR(VectorIR):
     def member_rank(self, ids_arg, ids, e, rw_arg, rw, live):
         """For the ``live`` lanes of ids ``indices[e:e+16]`` (0 in the others): the bitmap
         words holding their bits, their bit positions in them, the members in the words before
-        (all <16 x i32>), and the mask of the live ids whose bit is set; one gather of 64-bit
-        rank words ``rw``."""
+        (all <16 x i32>), and the mask of the live ids whose bit is set; one gather of rank
+        words ``rw``: int64 ones (a 32-bit bitmap word, the members before it in the high
+        half) or int32 ones (a 16-bit word, the members before it in the high 16 bits: one
+        16-lane gather instead of two 8-lane ones, for subgraphs of < 2^16 nodes)."""
         wide = self.aty[ids_arg].dtype.bitwidth == 64
         raw = self.masked_load(ids_arg, ids, e, V_I64 if wide else V_I32, live)
-        if wide:
-            v, word = raw, self.b.lshr(raw, ir.Constant(V_I64, [5] * W))
-        else:   # node ids are non-negative: zero-extended word numbers
-            v = self.b.zext(raw, V_I64)
-            word = self.b.zext(self.b.lshr(raw, ir.Constant(V_I32, [5] * W)), V_I64)
-        both = self.call("llvm.masked.gather.v16i64.v16p0", V_I64, [
-            self.addrs(rw_arg, rw, word), I32(8), ir.Constant(V_I1, [1] * W),
-            ir.Constant(V_I64, None)])
-        words = self.b.trunc(both, V_I32)
-        ranks = self.b.trunc(self.b.lshr(both, ir.Constant(V_I64, [32] * W)), V_I32)
-        lane = self.b.trunc(self.b.and_(v, ir.Constant(V_I64, [31] * W)), V_I32)
+        if self.aty[rw_arg].dtype.bitwidth == 32:
+            v32 = self.b.trunc(raw, V_I32) if wide else raw
+            word = self.b.lshr(raw, ir.Constant(raw.type, [4] * W))
+            word = word if wide else self.b.zext(word, V_I64)
+            both = self.call("llvm.masked.gather.v16i32.v16p0", V_I32, [
+                self.addrs(rw_arg, rw, word), I32(4), ir.Constant(V_I1, [1] * W),
+                ir.Constant(V_I32, None)])
+            words = self.b.and_(both, ir.Constant(V_I32, [0xFFFF] * W))
+            ranks = self.b.lshr(both, ir.Constant(V_I32, [16] * W))
+            lane = self.b.and_(v32, ir.Constant(V_I32, [15] * W))
+        else:
+            if wide:
+                v, word = raw, self.b.lshr(raw, ir.Constant(V_I64, [5] * W))
+            else:   # node ids are non-negative: zero-extended word numbers
+                v = self.b.zext(raw, V_I64)
+                word = self.b.zext(self.b.lshr(raw, ir.Constant(V_I32, [5] * W)), V_I64)
+            both = self.call("llvm.masked.gather.v16i64.v16p0", V_I64, [
+                self.addrs(rw_arg, rw, word), I32(8), ir.Constant(V_I1, [1] * W),
+                ir.Constant(V_I64, None)])
+            words = self.b.trunc(both, V_I32)
+            ranks = self.b.trunc(self.b.lshr(both, ir.Constant(V_I64, [32] * W)), V_I32)
+            lane = self.b.trunc(self.b.and_(v, ir.Constant(V_I64, [31] * W)), V_I32)
         bit = self.b.and_(self.b.lshr(words, lane), ir.Constant(V_I32, [1] * W))
         hit = self.b.and_(self.b.icmp_unsigned("!=", bit, ir.Constant(V_I32, [0] * W)), live)
         return words, lane, ranks, hit
