@@ -34,7 +34,8 @@ ROOF_INTRO = (
 PARTS_INTRO = (
     "**Why not within 2x of the bound.** The induction is most of a subgraph's CPU, and it is "
     "bound by instructions, not by memory: each 16-entry block of a scanned parent row is a "
-    "load, a gather of 64-bit rank words (membership bits and the members before them), a "
+    "load, one gather of rank words (a bitmap word and the members before it: 16 + 16 bits in "
+    "an int32 for subgraphs below 2^16 nodes, else 32 + 32 in an int64), a "
     "popcount and three compressed stores, about {ns:.0f} ns per block against the ~{bns:.0f} "
     "ns its 128 streamed bytes (16 neighbour ids, 16 edge values) take at the probe's rate. "
     "Its parts, from "
@@ -242,4 +243,5 @@ def render(sec: dict, fmt) -> str:
         out.append(fmt.table(["sampler", "reference ms", "scalegnn ms", "ratio per round",
                               "median ratio"], rows))
         out.append(f"`{ref['command']}` {fmt.measured({**ref, 'load_avg': None})}.")
-    return "\n\n".join(out + _render_ppr(sec, fmt))
+    notes = fmt.notes(sec, sec["records"])
+    return "\n\n".join(out + _render_ppr(sec, fmt) + ([notes] if notes else []))

@@ -27,8 +27,8 @@ One thread, output arrays allocated once and reused (no page faults, as in train
 ``keep_freed_memory``); process CPU per subgraph of ``--calls`` calls, the minimum and median
 over rounds. A part's cost is the median over rounds of the full kernel's CPU minus the
 variant's in the same round. ``core`` is what is left: marking and
-ranking the members, the row loop and the 16-entry membership test (one gather of 64-bit rank
-words per block). ``blocks`` counts the 16-entry chunks scanned per subgraph.
+ranking the members, the row loop and the 16-entry membership test (one gather of rank words
+per block: int32 ones below 2^16 nodes). ``blocks`` counts the 16-entry chunks scanned per subgraph.
 """
 
 from __future__ import annotations
