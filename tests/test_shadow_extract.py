@@ -10,8 +10,8 @@ from scalegnn.errors import ConfigError, DataError
 from scalegnn.graph import Graph
 from scalegnn.sampling._simd import VECTOR_FILL, W
 from scalegnn.shadow import extract
-from scalegnn.shadow._block_kernels import block_bounds, compact_blocks, induced_marked
 from scalegnn.shadow import reference as R
+from scalegnn.shadow._block_kernels import block_bounds, compact_blocks, induced_marked
 from scalegnn.shadow.extract import KHopExtractor, graph_key
 from scalegnn.shadow.ppr import PPRExtractor
 from scalegnn.threads import set_threads
