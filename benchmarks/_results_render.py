@@ -142,7 +142,7 @@ def shadow(sec: dict, all_sections: dict) -> str:
         text.SHADOW_INTRO, provenance(recs),
         table(["dataset", "shaDow-GNN config", "metric", "shaDow mean", "per seed",
                "GraphSAINT (rw)"], rows),
-        generic(extra), notes(sec, sec["records"])]))
+        tables.shadow_extras(extra), notes(sec, sec["records"])]))
 
 
 def link(sec: dict, all_sections: dict) -> str:
@@ -261,16 +261,6 @@ def shp(sec: dict, all_sections: dict) -> str:
 
 def dist_modes(sec: dict, all_sections: dict) -> str:
     return modes.render(sec, all_sections, sys.modules[__name__], notes(sec, sec["records"]))
-
-
-def generic(records: list[dict]) -> str:
-    """Records of a kind this page has no table for: one row each, every plain field."""
-    if not records:
-        return ""
-    skip = {"id", "kind", "command", "date", "cpu", "load_avg", "source", "group"}
-    keys = [k for k in records[0] if k not in skip and not isinstance(records[0][k], (dict, list))]
-    rows = [[r.get(k, "") for k in keys] for r in records]
-    return provenance(records) + "\n\n" + table(keys, rows)
 
 
 RENDER = {"accuracy": accuracy, "shadow": shadow, "link": link, "sparse": sparse,

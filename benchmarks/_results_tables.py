@@ -1,4 +1,5 @@
-"""The results page's speed bullets, partition tables and SHP table (see _results_render)."""
+"""The results page's speed bullets, partition tables, SHP table and shaDow extraction and
+inference-memory tables (see _results_render)."""
 
 from __future__ import annotations
 
@@ -236,3 +237,35 @@ def shp(sec: dict, notes: str) -> str:
                        f"**{geomean(x['shp_vs_hp'] for x in mine):.3f}** (target <= 0.95).")
     out.append(notes)
     return "\n\n".join(filter(None, out))
+
+
+# ----------------------------------------------------------------------------- shaDow extras
+def shadow_extras(recs: list[dict]) -> str:
+    """``bench extract`` (targets per second) and ``shadow_inference_memory.py`` records."""
+    r = _r()
+    ext = [x for x in recs if x.get("kind") == "extract"]
+    inf = sorted((x for x in recs if x.get("kind") == "inference"),
+                 key=lambda x: (x["extractor"], x["nodes"]))
+    out = []
+    if ext:
+        out += ["Extraction on Facebook, best of 3 timed passes over 4,096 targets in batches of "
+                "256 (PPR: top-200 at eps 1e-6, its one-off precompute timed apart; k-hop: 2 "
+                "hops, budget 20):", r.table(
+                    ["extractor", "nodes / target", "edges / target", "targets/s, 1 thread",
+                     "targets/s, 2 threads", "precompute s"],
+                    [[x["extractor"], f"{x['nodes_per_target']:,.1f}",
+                      f"{x['edges_per_target']:,.0f}", f"{x['targets_per_s_1_threads']:,.0f}",
+                      f"{x['targets_per_s_2_threads']:,.0f}",
+                      "—" if x.get("precompute_s") is None else f"{x['precompute_s']:.2f}"]
+                     for x in ext]), r.provenance(ext)]
+    if inf:
+        out += ["Inference memory (`shadow_inference_memory.py`: 3-layer model, 512 targets "
+                "per batch, 2-hop budget-20 or PPR top-64 scopes at eps 1e-4): peak RSS during "
+                "inference over the RSS before it, on Kronecker graphs with 16 edges per node; it "
+                "should stay flat while the graph grows (seconds include PPR's precompute):",
+                r.table(
+                    ["extractor", "nodes", "edges", "targets", "added MB", "seconds"],
+                    [[x["extractor"], f"{x['nodes']:,}", f"{x['edges']:,}", f"{x['targets']:,}",
+                      f"{x['inference_added_mb']:,.0f}", f"{x['seconds']:.1f}"] for x in inf]),
+                r.provenance(inf)]
+    return "\n\n".join(out)
