@@ -240,6 +240,16 @@ def shp(sec: dict, notes: str) -> str:
 
 
 # ----------------------------------------------------------------------------- shaDow extras
+EXTRACT_INTRO = (
+    "Extraction on Facebook, best of 3 timed passes over 4,096 targets in batches of 256 (PPR: "
+    "top-200 at eps 1e-6, its one-off precompute timed apart; k-hop: 2 hops, budget 20):")
+INFERENCE_INTRO = (
+    "Inference memory (`shadow_inference_memory.py`: 3-layer model, 512 targets per batch, "
+    "2-hop budget-20 or PPR top-64 scopes at eps 1e-4): peak RSS during inference over the RSS "
+    "before it, on Kronecker graphs with 16 edges per node; it should stay flat while the graph "
+    "grows (seconds include PPR's precompute):")
+
+
 def shadow_extras(recs: list[dict]) -> str:
     """``bench extract`` (targets per second) and ``shadow_inference_memory.py`` records."""
     r = _r()
@@ -248,24 +258,16 @@ def shadow_extras(recs: list[dict]) -> str:
                  key=lambda x: (x["extractor"], x["nodes"]))
     out = []
     if ext:
-        out += ["Extraction on Facebook, best of 3 timed passes over 4,096 targets in batches of "
-                "256 (PPR: top-200 at eps 1e-6, its one-off precompute timed apart; k-hop: 2 "
-                "hops, budget 20):", r.table(
-                    ["extractor", "nodes / target", "edges / target", "targets/s, 1 thread",
-                     "targets/s, 2 threads", "precompute s"],
-                    [[x["extractor"], f"{x['nodes_per_target']:,.1f}",
-                      f"{x['edges_per_target']:,.0f}", f"{x['targets_per_s_1_threads']:,.0f}",
-                      f"{x['targets_per_s_2_threads']:,.0f}",
-                      "—" if x.get("precompute_s") is None else f"{x['precompute_s']:.2f}"]
-                     for x in ext]), r.provenance(ext)]
+        rows = [[x["extractor"], f"{x['nodes_per_target']:,.1f}", f"{x['edges_per_target']:,.0f}",
+                 f"{x['targets_per_s_1_threads']:,.0f}", f"{x['targets_per_s_2_threads']:,.0f}",
+                 "—" if x.get("precompute_s") is None else f"{x['precompute_s']:.2f}"]
+                for x in ext]
+        out += [EXTRACT_INTRO, r.table(["extractor", "nodes / target", "edges / target",
+                                        "targets/s, 1 thread", "targets/s, 2 threads",
+                                        "precompute s"], rows), r.provenance(ext)]
     if inf:
-        out += ["Inference memory (`shadow_inference_memory.py`: 3-layer model, 512 targets "
-                "per batch, 2-hop budget-20 or PPR top-64 scopes at eps 1e-4): peak RSS during "
-                "inference over the RSS before it, on Kronecker graphs with 16 edges per node; it "
-                "should stay flat while the graph grows (seconds include PPR's precompute):",
-                r.table(
-                    ["extractor", "nodes", "edges", "targets", "added MB", "seconds"],
-                    [[x["extractor"], f"{x['nodes']:,}", f"{x['edges']:,}", f"{x['targets']:,}",
-                      f"{x['inference_added_mb']:,.0f}", f"{x['seconds']:.1f}"] for x in inf]),
-                r.provenance(inf)]
+        rows = [[x["extractor"], f"{x['nodes']:,}", f"{x['edges']:,}", f"{x['targets']:,}",
+                 f"{x['inference_added_mb']:,.0f}", f"{x['seconds']:.1f}"] for x in inf]
+        out += [INFERENCE_INTRO, r.table(["extractor", "nodes", "edges", "targets", "added MB",
+                                          "seconds"], rows), r.provenance(inf)]
     return "\n\n".join(out)
