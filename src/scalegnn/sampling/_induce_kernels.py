@@ -65,27 +65,18 @@ NARROW_NODES = 1 << 16   # subgraphs below this many nodes: 16-bit bitmap words,
 
 
 @nb.njit(**_JIT)
-def _rank_words(bits32, rank_words):
+def _rank_words(bits, rank_words):
     """rank_words[w] = (members in the bitmap words before word w, a prefix sum of popcounts)
-    << 32 | bitmap word w: a member test and a local id from one load."""
+    << B | bitmap word w, B the width of ``bits``' words: a member test and a local id from
+    one load. 32-bit words into int64 ones, or, for subgraphs of < 2^16 nodes, 16-bit words
+    into int32 ones (16-bit counts), so that a 16-entry block takes one 16-lane gather instead
+    of two 8-lane ones (0.87-0.91x the fill's CPU for the four samplers on Zen 4)."""
+    width = np.int64(8 * bits.itemsize)
     acc = np.int64(0)
-    for w in range(bits32.shape[0]):
-        b = bits32[w]
-        rank_words[w] = (acc << np.int64(32)) | np.int64(b)
+    for w in range(bits.shape[0]):
+        b = np.uint32(bits[w])
+        rank_words[w] = (acc << width) | np.int64(b)
         acc += np.int64(popcount32(b))
-
-
-@nb.njit(**_JIT)
-def _rank_words16(bits16, rank16):
-    """The narrow form of :func:`_rank_words` for subgraphs of < 2^16 nodes: rank16[w] =
-    (members in the 16-bit bitmap words before word w) << 16 | word w, so that a 16-entry
-    block takes one 16-lane gather of int32 instead of two 8-lane gathers of int64 (0.87-0.91x
-    the fill's CPU for the four samplers on Zen 4)."""
-    acc = np.int32(0)
-    for w in range(bits16.shape[0]):
-        b = np.int32(bits16[w])
-        rank16[w] = (acc << np.int32(16)) | b
-        acc += np.int32(popcount32(np.uint32(b)))
 
 
 @nb.njit(inline="always", **_JIT)
@@ -141,7 +132,7 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
     in its word. Both halves sit in one int64 per word, ``rank_words[v >> 5]`` (prefix count
     << 32 | bitmap word: |V|/32 words, 32 KiB at 2^17 nodes), so a block's membership test
     and local ids take one gather (with ``vector``, for groups whose subgraphs have < 2^16
-    nodes, 16-bit words and counts in one int32, ``_rank_words16``: one 16-lane gather instead
+    nodes, 16-bit words and counts in one int32, ``_rank_words``: one 16-lane gather instead
     of two 8-lane ones). A |V|-entry id map did this before: 512 KiB at 2^17
     nodes, 64 MiB at 2^24 (a cache miss per kept entry there), written and reset per
     subgraph. Rows come out sorted since parent rows
@@ -177,7 +168,7 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
             out_nodes[no:no + k] = vs[:k]   # (an index loop here became a vector scatter)
             _mark_bits(vs, k, bt, np.uint64(1))
             if narrow:
-                _rank_words16(bt16, rank16)
+                _rank_words(bt16, rank16)
             else:
                 _rank_words(bt32, rank_words)
             p = np.uint64(eo)

@@ -68,6 +68,11 @@ class _IR(VectorIR):
         return self.b.inttoptr(self.b.add(self.vec(self.b.ptrtoint(data, I64)), off),
                                ir.VectorType(data.type, W))
 
+    def live(self, n):
+        """The mask of lanes 0 .. n-1 (n <= 16, an int32 or int64): a block's entries."""
+        n64 = n if n.type.width == 64 else self.b.zext(n, I64)
+        return self.b.icmp_unsigned("<", ir.Constant(V_I64, list(range(W))), self.vec(n64))
+
     def masked_load(self, k, val, idx, vty, live):
         """Lanes ``live`` of array argument ``k`` from element ``idx`` on (0 in the others;
         nothing past them is read)."""
@@ -152,8 +157,7 @@ def compress_block(typingctx, indices, e, n, rank_words, out_idx, out_eid, out_d
     def codegen(context, builder, signature, args):
         ind, e_, n_, rw, oi, oe, od, va, su_, p_, _ = args
         g = _IR(context, builder, signature)
-        n64 = n_ if n_.type.width == 64 else builder.zext(n_, I64)
-        live = builder.icmp_unsigned("<", ir.Constant(V_I64, list(range(W))), g.vec(n64))
+        live = g.live(n_)
         words, lane, ranks, mask = g.member_rank(0, ind, e_, 3, rw, live)
         below = builder.sub(builder.shl(ir.Constant(V_I32, [1] * W), lane),
                             ir.Constant(V_I32, [1] * W))
@@ -187,8 +191,7 @@ def mark_block(typingctx, indices, e, n, mark, out, p):
     def codegen(context, builder, signature, args):
         ind, e_, n_, mk, o, p_ = args
         g = _IR(context, builder, signature)
-        n64 = n_ if n_.type.width == 64 else builder.zext(n_, I64)
-        live = builder.icmp_unsigned("<", ir.Constant(V_I64, list(range(W))), g.vec(n64))
+        live = g.live(n_)
         wide = signature.args[0].dtype.bitwidth == 64
         raw = g.masked_load(0, ind, e_, V_I64 if wide else V_I32, live)
         r = g.call("llvm.masked.gather.v16i32.v16p0", V_I32, [
