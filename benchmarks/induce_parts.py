@@ -7,7 +7,7 @@ precisely why not; this is the why for the induction, which is most of a subgrap
         [--rounds 21] [--calls 2] [--seed 0]
 
 The node sets come from the sampler's own draws (PPI budgets, ``scalegnn.bench.sample``). Each
-variant is the current kernel source (``sampling/_induce_kernels.py`` and ``sampling/_simd.py``)
+variant is the current kernel source (``sampling/_induce_kernels.py`` and ``ops/_simd.py``)
 with one textual edit, compiled from a temporary copy (the edits assert that their text is
 there, so a changed kernel fails here instead of timing something else):
 
@@ -52,7 +52,9 @@ from scalegnn.data import load_dataset
 from scalegnn.sampling import make_sampler
 from scalegnn.sampling.sampler_base import stream_seeds
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "scalegnn" / "sampling"
+SRC = Path(__file__).resolve().parents[1] / "src" / "scalegnn"
+FILES = {"_induce_kernels.py": SRC / "sampling" / "_induce_kernels.py",
+         "_simd.py": SRC / "ops" / "_simd.py"}
 EDITS = {   # variant: [(file, text, replacement)]
     "transpose": [("_induce_kernels.py", """                loc = np.uint32(out_indices[q])
                 out_perm[q] = cursor[loc]
@@ -73,14 +75,14 @@ def variant(name: str, tmp: Path):
     """``fill_induced`` of the kernel source with ``EDITS[name]`` applied (no numba cache)."""
     folder = tmp / name
     folder.mkdir()
-    texts = {f: (SRC / f).read_text() for f in ("_induce_kernels.py", "_simd.py")}
+    texts = {f: path.read_text() for f, path in FILES.items()}
     for f, old, new in EDITS[name]:
         if old not in texts[f]:
             raise SystemExit(f"induce_parts.py: variant {name}: {f} no longer has the edited "
                              f"text; update EDITS")
         texts[f] = texts[f].replace(old, new)
     texts["_induce_kernels.py"] = texts["_induce_kernels.py"].replace(
-        "from scalegnn.sampling._simd import", f"from _simd_{name} import").replace(
+        "from scalegnn.ops._simd import", f"from _simd_{name} import").replace(
         "_JIT = dict(nogil=True, cache=True)", "_JIT = dict(nogil=True, cache=False)")
     (folder / f"_simd_{name}.py").write_text(texts["_simd.py"])
     (folder / f"_induce_{name}.py").write_text(texts["_induce_kernels.py"])
@@ -103,7 +105,7 @@ def main(argv=None) -> int:
     if min(args.count, args.rounds, args.calls) < 1:
         raise SystemExit("induce_parts.py: --count, --rounds and --calls must be >= 1")
     from scalegnn.sampling._induce_kernels import fill_induced
-    from scalegnn.sampling._simd import VECTOR_FILL
+    from scalegnn.ops._simd import VECTOR_FILL
     if not VECTOR_FILL:
         raise SystemExit("induce_parts.py: the host has no AVX-512 (the parts are the vector "
                          "path's)")

@@ -15,7 +15,7 @@ from scalegnn.cli import main
 from scalegnn.data import load_dataset
 from scalegnn.ops.membw import read_probe
 from scalegnn.sampling import Normalization, make_sampler
-from scalegnn.sampling._simd import VECTOR_FILL
+from scalegnn.ops._simd import VECTOR_FILL
 
 
 def test_bench_sample_json_lines(capsys):

@@ -10,7 +10,7 @@ from scalegnn.sampling import SAMPLERS, Sampler, make_sampler
 from scalegnn.sampling import reference as R
 from scalegnn.sampling._induce_kernels import add_counts, fill_induced
 from scalegnn.sampling._random_kernels import alias_draws, build_alias
-from scalegnn.sampling._simd import VECTOR_FILL
+from scalegnn.ops._simd import VECTOR_FILL
 
 BUDGETS = {"node": {"size_subgraph": 60}, "edge": {"size_subg_edge": 40},
            "rw": {"num_root": 20, "depth": 2}, "mrw": {"size_subgraph": 80, "size_frontier": 20},
@@ -273,7 +273,7 @@ def test_induction_with_self_loops(name):
 
 @pytest.mark.parametrize("name", ["rw", "node", "edge", "mrw"])
 def test_vector_fill_equals_scalar_fill_and_reference(name):
-    """The AVX-512 compress path of the fill pass (``sampling._simd``) writes exactly what the
+    """The AVX-512 compress path of the fill pass (``ops._simd``) writes exactly what the
     scalar loop writes: local ids, parent edge ids (int32 and int64), values (none, row scale
     only, edge values x row scale), on rows long enough for many 16-entry blocks."""
     if not VECTOR_FILL:

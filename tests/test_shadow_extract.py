@@ -8,7 +8,7 @@ from scipy import stats
 
 from scalegnn.errors import ConfigError, DataError
 from scalegnn.graph import Graph
-from scalegnn.sampling._simd import VECTOR_FILL, W
+from scalegnn.ops._simd import VECTOR_FILL, W
 from scalegnn.shadow import extract
 from scalegnn.shadow import reference as R
 from scalegnn.shadow._block_kernels import block_bounds, compact_blocks, induced_marked

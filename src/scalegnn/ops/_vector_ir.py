@@ -1,6 +1,6 @@
 """LLVM vector IR helpers for numba intrinsics that need what LLVM does not derive from scalar
 loops (compressed stores, gathers, masks as integers, sums in a fixed order): the induction
-blocks of :mod:`scalegnn.sampling._simd`, the dropout blocks of :mod:`scalegnn.nn.dropout` and
+blocks of :mod:`scalegnn.ops._simd`, the dropout blocks of :mod:`scalegnn.nn.dropout` and
 the row sums of :mod:`scalegnn.ops._fused_kernels`."""
 
 from llvmlite import ir

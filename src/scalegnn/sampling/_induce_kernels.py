@@ -13,7 +13,7 @@ import numba as nb
 import numpy as np
 
 from scalegnn.ops._kernels import _prefetch  # llvm.prefetch of &arr[idx]
-from scalegnn.sampling._simd import W, compress_block, popcount32
+from scalegnn.ops._simd import W, compress_block, popcount32
 
 _JIT = dict(nogil=True, cache=True)
 

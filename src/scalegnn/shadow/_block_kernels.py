@@ -13,7 +13,7 @@ import numba as nb
 import numpy as np
 
 from scalegnn.ops._kernels import _prefetch
-from scalegnn.sampling._simd import W, mark_block
+from scalegnn.ops._simd import W, mark_block
 from scalegnn.shadow._hash_table_kernels import _slot
 
 _JIT = {"nogil": True, "cache": True}

@@ -26,7 +26,7 @@ import numpy as np
 
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
-from scalegnn.sampling._simd import VECTOR_FILL, W
+from scalegnn.ops._simd import VECTOR_FILL, W
 from scalegnn.shadow._block_kernels import (block_bounds, block_rows, compact_blocks, induced,
                                             induced_marked, union_blocks)
 from scalegnn.shadow._khop_kernels import khop_scopes
