@@ -20,10 +20,11 @@ induction's CPU; masked tail blocks instead of a scalar loop over a row's last <
 further 0.96x; the int32 rank words of subgraphs below 2^16 nodes a further 0.87-0.91x (rw,
 edge, node, mrw); the gathers' addresses as one vector GEP off the array's base instead of
 64-bit integers (32-bit indices: one ``vpgatherdd`` where LLVM had emitted two ``vpgatherqd``)
-a further 0.93-0.97x (rw 0.93, edge 0.97, node 0.96, mrw 0.95). Tried and dropped: the transpose inside the scan block (the scatters stalled
-the next block's gathers), and a 16-entry gather/scatter transpose (journal Alg. 6 by blocks):
-with it the induction cost the same CPU as with the scalar loop on Sapphire Rapids, 1.09x on Zen
-4.
+a further 0.93-0.97x (rw 0.93, edge 0.97, node 0.96, mrw 0.95). Tried and dropped: the
+transpose inside the scan block (the scatters stalled the next block's gathers), and a 16-entry
+gather/scatter transpose (journal Alg. 6 by blocks): with it the induction cost the same CPU as
+with the scalar loop on Sapphire Rapids, 1.09x on Zen 4, and still 1.10x on Zen 4 with the GEP
+gathers, ``vpconflictd`` for a column repeated within a block and one scatter of the cursors.
 
 :data:`VECTOR_FILL` says whether the host has AVX-512 (F and VL); without it LLVM would lower
 the compressed stores to a scalar sequence, so the caller keeps its scalar loop there
