@@ -104,8 +104,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if min(args.count, args.rounds, args.calls) < 1:
         raise SystemExit("induce_parts.py: --count, --rounds and --calls must be >= 1")
-    from scalegnn.sampling._induce_kernels import fill_induced
     from scalegnn.ops._simd import VECTOR_FILL
+    from scalegnn.sampling._induce_kernels import fill_induced
     if not VECTOR_FILL:
         raise SystemExit("induce_parts.py: the host has no AVX-512 (the parts are the vector "
                          "path's)")

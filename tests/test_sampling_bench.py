@@ -13,9 +13,9 @@ from bench_helpers import assert_cost
 from scalegnn.bench import roofline
 from scalegnn.cli import main
 from scalegnn.data import load_dataset
+from scalegnn.ops._simd import VECTOR_FILL
 from scalegnn.ops.membw import read_probe
 from scalegnn.sampling import Normalization, make_sampler
-from scalegnn.ops._simd import VECTOR_FILL
 
 
 def test_bench_sample_json_lines(capsys):

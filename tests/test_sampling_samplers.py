@@ -6,11 +6,11 @@ from scipy import stats
 
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph
+from scalegnn.ops._simd import VECTOR_FILL
 from scalegnn.sampling import SAMPLERS, Sampler, make_sampler
 from scalegnn.sampling import reference as R
 from scalegnn.sampling._induce_kernels import add_counts, fill_induced
 from scalegnn.sampling._random_kernels import alias_draws, build_alias
-from scalegnn.ops._simd import VECTOR_FILL
 
 BUDGETS = {"node": {"size_subgraph": 60}, "edge": {"size_subg_edge": 40},
            "rw": {"num_root": 20, "depth": 2}, "mrw": {"size_subgraph": 80, "size_frontier": 20},

@@ -20,8 +20,8 @@ import numpy as np
 
 from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph, index_dtype
-from scalegnn.sampling._induce_kernels import fill_induced
 from scalegnn.ops._simd import VECTOR_FILL, W
+from scalegnn.sampling._induce_kernels import fill_induced
 
 
 @dataclass
