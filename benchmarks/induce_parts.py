@@ -62,11 +62,11 @@ EDITS = {   # variant: [(file, text, replacement)]
     "local_ids": [("_simd.py", """        inword = g.call("llvm.ctpop.v16i32", V_I32, [builder.and_(words, below)])
         g.compress(builder.add(ranks, inword), g.item(4, oi, p_), mask)""", "")],
     "edge_ids": [("_simd.py", "        g.compress(eids, g.item(5, oe, p_), mask)\n", "")],
-    "row_tails": [("_induce_kernels.py", """                        n = min(end - e0, np.uint64(W))
-""", """                        n = min(end - e0, np.uint64(W))
-                        if n < np.uint64(W):
-                            e0 = end
-                            continue
+    "row_tails": [("_induce_kernels.py", """        n = min(end - e0, np.uint64(W))
+""", """        n = min(end - e0, np.uint64(W))
+        if n < np.uint64(W):
+            e0 = end
+            continue
 """)],
 }
 

@@ -20,11 +20,14 @@ induction's CPU; masked tail blocks instead of a scalar loop over a row's last <
 further 0.96x; the int32 rank words of subgraphs below 2^16 nodes a further 0.87-0.91x (rw,
 edge, node, mrw); the gathers' addresses as one vector GEP off the array's base instead of
 64-bit integers (32-bit indices: one ``vpgatherdd`` where LLVM had emitted two ``vpgatherqd``)
-a further 0.93-0.97x (rw 0.93, edge 0.97, node 0.96, mrw 0.95). Tried and dropped: the
-transpose inside the scan block (the scatters stalled the next block's gathers), and a 16-entry
-gather/scatter transpose (journal Alg. 6 by blocks): with it the induction cost the same CPU as
-with the scalar loop on Sapphire Rapids, 1.09x on Zen 4, and still 1.10x on Zen 4 with the GEP
-gathers, ``vpconflictd`` for a column repeated within a block and one scatter of the cursors.
+a further 0.93-0.97x (rw 0.93, edge 0.97, node 0.96, mrw 0.95); the live-lane mask as one
+32-bit compare instead of two 64-bit ones and a mask merge, and the values' mode picked once
+per row instead of per block (``_induce_kernels._vector_row``), a further 0.98-0.99x. Tried
+and dropped: the transpose inside the scan block (the scatters stalled the next block's
+gathers), and a 16-entry gather/scatter transpose (journal Alg. 6 by blocks): with it the
+induction cost the same CPU as with the scalar loop on Sapphire Rapids, 1.09x on Zen 4, and
+still 1.10x on Zen 4 with the GEP gathers, ``vpconflictd`` for a column repeated within a block
+and one scatter of the cursors.
 
 :data:`VECTOR_FILL` says whether the host has AVX-512 (F and VL); without it LLVM would lower
 the compressed stores to a scalar sequence, so the caller keeps its scalar loop there
@@ -82,8 +85,8 @@ class _IR(VectorIR):
 
     def live(self, n):
         """The mask of lanes 0 .. n-1 (n <= 16, an int32 or int64): a block's entries."""
-        n64 = n if n.type.width == 64 else self.b.zext(n, I64)
-        return self.b.icmp_unsigned("<", ir.Constant(V_I64, list(range(W))), self.vec(n64))
+        n32 = n if n.type.width == 32 else self.b.trunc(n, I32)
+        return self.b.icmp_unsigned("<", ir.Constant(V_I32, list(range(W))), self.vec(n32))
 
     def masked_load(self, k, val, idx, vty, live):
         """Lanes ``live`` of array argument ``k`` from element ``idx`` on (0 in the others;

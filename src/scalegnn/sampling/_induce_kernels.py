@@ -89,18 +89,33 @@ def _local_id(rank_words, v):
 
 
 @nb.njit(inline="always", **_JIT)
-def _compress(indices, e0, n, rank_words, out_indices, out_eids, out_data, edge_values, su, p,
-              has_data, has_val):
-    """``_simd.compress_block`` with the values it writes picked at run time (its mode is a
-    compile-time literal)."""
+def _row_blocks(indices, e0, end, rank_words, out_indices, out_eids, out_data, edge_values, su,
+                p, room, mode):
+    """Parent entries [e0, end) of one row through ``_simd.compress_block`` (``mode`` an int
+    literal), in chunks of <= 16 (a row's last < 16 masked), each with room checked first.
+    Returns (p, e0): e0 < end when the room ran out."""
+    while e0 < end and p <= room:
+        n = min(end - e0, np.uint64(W))
+        p += np.uint64(compress_block(indices, e0, np.int64(n), rank_words, out_indices,
+                                      out_eids, out_data, edge_values, su, p, mode))
+        e0 += n
+    return p, e0
+
+
+@nb.njit(inline="always", **_JIT)
+def _vector_row(indices, e0, end, rank_words, out_indices, out_eids, out_data, edge_values, su,
+                p, room, has_data, has_val):
+    """:func:`_row_blocks` with the values written picked once per row (a block's mode is a
+    compile-time literal; picked per block, the choice cost two loads and two branches in every
+    block)."""
     if has_data and has_val:
-        return compress_block(indices, e0, n, rank_words, out_indices, out_eids, out_data,
-                              edge_values, su, p, 2)
+        return _row_blocks(indices, e0, end, rank_words, out_indices, out_eids, out_data,
+                           edge_values, su, p, room, 2)
     if has_data:
-        return compress_block(indices, e0, n, rank_words, out_indices, out_eids, out_data,
-                              edge_values, su, p, 1)
-    return compress_block(indices, e0, n, rank_words, out_indices, out_eids, out_data,
-                          edge_values, su, p, 0)
+        return _row_blocks(indices, e0, end, rank_words, out_indices, out_eids, out_data,
+                           edge_values, su, p, room, 1)
+    return _row_blocks(indices, e0, end, rank_words, out_indices, out_eids, out_data,
+                       edge_values, su, p, room, 0)
 
 
 @nb.njit(parallel=True, **_JIT)
@@ -183,32 +198,32 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                     su = np.float32(1.0 / (indptr[u + 1] - indptr[u]))
                 e0 = np.uint64(indptr[u])
                 end = np.uint64(indptr[u + 1])
-                while e0 < end:   # chunks of <= 16 entries, each with room checked first
-                    if p > room:
+                if vector:   # compressed (_simd), in chunks of <= 16 with room checked first
+                    if narrow:
+                        p, e0 = _vector_row(indices, e0, end, rank16, out_indices, out_eids,
+                                            out_data, edge_values, su, p, room, has_data,
+                                            has_val)
+                    else:
+                        p, e0 = _vector_row(indices, e0, end, rank_words, out_indices,
+                                            out_eids, out_data, edge_values, su, p, room,
+                                            has_data, has_val)
+                    if e0 < end:
                         overflow[w] = 1
-                        break
-                    if vector:   # compressed (_simd), a row's last < 16 entries masked
-                        n = min(end - e0, np.uint64(W))
-                        if narrow:
-                            p += np.uint64(_compress(indices, e0, np.int64(n), rank16,
-                                                     out_indices, out_eids, out_data,
-                                                     edge_values, su, p, has_data, has_val))
-                        else:
-                            p += np.uint64(_compress(indices, e0, np.int64(n), rank_words,
-                                                     out_indices, out_eids, out_data,
-                                                     edge_values, su, p, has_data, has_val))
-                        e0 += n
-                        continue
-                    e1 = min(e0 + np.uint64(W), end)
-                    for e in _scan_range(e0, e1):
-                        v = np.uint32(indices[e])
-                        hit = _member(bt, v)
-                        out_indices[p] = _local_id(rank_words, v)   # junk on a miss
-                        out_eids[p] = e
-                        if has_data:
-                            out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
-                        p += hit
-                    e0 = e1
+                else:   # chunks of <= 16 entries, each with room checked first
+                    while e0 < end:
+                        if p > room:
+                            overflow[w] = 1
+                            break
+                        e1 = min(e0 + np.uint64(W), end)
+                        for e in _scan_range(e0, e1):
+                            v = np.uint32(indices[e])
+                            hit = _member(bt, v)
+                            out_indices[p] = _local_id(rank_words, v)   # junk on a miss
+                            out_eids[p] = e
+                            if has_data:
+                                out_data[p] = (edge_values[e] if has_val else np.float32(1.0)) * su
+                            p += hit
+                        e0 = e1
                 if overflow[w]:
                     break
                 ip[j + 1] = np.int64(p) - eo
