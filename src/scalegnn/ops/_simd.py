@@ -124,23 +124,18 @@ class _IR(VectorIR):
         16-lane gather instead of two 8-lane ones, for subgraphs of < 2^16 nodes)."""
         wide = self.aty[ids_arg].dtype.bitwidth == 64
         raw = self.masked_load(ids_arg, ids, e, V_I64 if wide else V_I32, live)
-        if self.aty[rw_arg].dtype.bitwidth == 32:
-            v32 = self.b.trunc(raw, V_I32) if wide else raw
-            word = self.b.lshr(raw, ir.Constant(raw.type, [4] * W))
-            both = self.gather(rw_arg, rw, word, V_I32, ir.Constant(V_I1, [1] * W),
-                               ir.Constant(V_I32, None))
-            words = self.b.and_(both, ir.Constant(V_I32, [0xFFFF] * W))
-            ranks = self.b.lshr(both, ir.Constant(V_I32, [16] * W))
-            lane = self.b.and_(v32, ir.Constant(V_I32, [15] * W))
-        else:
-            # node ids are non-negative: their word numbers are valid GEP indices as they are
-            word = self.b.lshr(raw, ir.Constant(raw.type, [5] * W))
-            both = self.gather(rw_arg, rw, word, V_I64, ir.Constant(V_I1, [1] * W),
-                               ir.Constant(V_I64, None))
-            words = self.b.trunc(both, V_I32)
-            ranks = self.b.trunc(self.b.lshr(both, ir.Constant(V_I64, [32] * W)), V_I32)
-            v32 = self.b.trunc(raw, V_I32) if wide else raw
-            lane = self.b.and_(v32, ir.Constant(V_I32, [31] * W))
+        half = self.aty[rw_arg].dtype.bitwidth // 2   # bitmap bits per rank word: 16 or 32
+        vty = V_I32 if half == 16 else V_I64
+        # node ids are non-negative: their word numbers are valid GEP indices as they are
+        word = self.b.lshr(raw, ir.Constant(raw.type, [half.bit_length() - 1] * W))
+        both = self.gather(rw_arg, rw, word, vty, ir.Constant(V_I1, [1] * W),
+                           ir.Constant(vty, None))
+        words = self.b.and_(both, ir.Constant(vty, [(1 << half) - 1] * W))
+        ranks = self.b.lshr(both, ir.Constant(vty, [half] * W))
+        if vty != V_I32:
+            words, ranks = self.b.trunc(words, V_I32), self.b.trunc(ranks, V_I32)
+        v32 = self.b.trunc(raw, V_I32) if wide else raw
+        lane = self.b.and_(v32, ir.Constant(V_I32, [half - 1] * W))
         bit = self.b.and_(self.b.lshr(words, lane), ir.Constant(V_I32, [1] * W))
         hit = self.b.and_(self.b.icmp_unsigned("!=", bit, ir.Constant(V_I32, [0] * W)), live)
         return words, lane, ranks, hit
