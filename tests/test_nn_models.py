@@ -17,8 +17,8 @@ from scalegnn.graph import Graph
 from scalegnn.nn import (MODELS, GATLayer, GCNLayer, GINLayer, JumpingKnowledge, MixHopLayer,
                          build_model, gcn_norm)
 from scalegnn.nn.gat import attention_spmm, edge_rows
-from scalegnn.nn.saint import feature_norm
 from scalegnn.ops import SparseAdj
+from scalegnn.ops.fused import bias_act_norm_reference
 from scalegnn.engine.evaluate import full_graph_logits
 from scalegnn.train.trainer import Trainer
 
@@ -56,10 +56,11 @@ def dense(adj):
 
 def tail_ref(t, tail):
     """Reference of nn.tail.LayerTail with the torch composition."""
+    if tail.mode == "norm":
+        return bias_act_norm_reference(t, tail.bias, tail.scale, tail.offset, tail.act)
     if tail.bias is not None:
         t = t + tail.bias
-    t = tail.act(t)
-    return feature_norm(t, tail.scale, tail.offset) if tail.mode == "norm" else t
+    return tail.act(t)
 
 
 def randomize(module, seed=0):

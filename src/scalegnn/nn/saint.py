@@ -41,13 +41,6 @@ AGGREGATIONS = ("concat", "mean")
 BIASES = ("norm", "bias", "none")
 
 
-def feature_norm(h: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
-    """Per-row standardization over features with a learnable affine map (GraphSAINT 'norm')."""
-    mean = h.mean(dim=1, keepdim=True)
-    var = h.var(dim=1, unbiased=False, keepdim=True) + 1e-9
-    return (h - mean) * torch.rsqrt(var) * scale + offset
-
-
 class SAINTLayer(nn.Module):
     """One order-``order`` GraphSAINT layer mapping ``in_dim`` -> ``out_dim * (order+1)`` (concat)
     or ``out_dim`` (mean)."""
@@ -126,10 +119,7 @@ class SAINTLayer(nn.Module):
                 continue
             if self.biases is not None:
                 t = t + self.biases[o]
-            t = self.act(t)
-            if self.bias == "norm":
-                t = feature_norm(t, self.scales[o], self.offsets[o])
-            out.append(t)
+            out.append(self.act(t))
         if self.aggr == "concat":
             return torch.cat(out, dim=1) if len(out) > 1 else out[0]
         return torch.stack(out).sum(0) if len(out) > 1 else out[0]
