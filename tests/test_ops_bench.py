@@ -98,8 +98,9 @@ def test_device_rounds_count_every_tensor_a_step_moves():
     from scalegnn.bench.device import batch_tensors, device_rounds
     trainer, batches = _step_trainer_and_batches()
     b = batches[1]
+    # one int32 pattern shared by both directions, the values of each
     want = (b.x.numel() * 4 + b.y.numel() * b.y.element_size() + b.loss_weight.numel() * 4
-            + 2 * ((b.num_nodes + 1) * 8 + b.num_edges * (8 + 4)))
+            + (b.num_nodes + 1) * 4 + b.num_edges * 4 + 2 * b.num_edges * 4)
     assert sum(t.numel() * t.element_size() for t in batch_tensors(b, torch.float32)) == want
     r = device_rounds(trainer, batches, torch.device("cpu"))
     assert r["device"] == "cpu" and r["iterations_timed"] == 2 and r["cuda_peak_mb"] is None

@@ -213,6 +213,38 @@ def test_balanced_row_bounds():
     assert K.balanced_row_bounds(indptr, 8, 2).shape == (9,)
 
 
+def _symmetric_adj(n, seed, dtype=np.float32):
+    """A subgraph-like matrix: symmetric pattern, sorted rows, values not symmetric, its
+    transpose by permutation (Alg. 6), as every sampled batch has."""
+    rng = np.random.default_rng(seed)
+    g = Graph.from_edges(rng.integers(0, n, 4 * n), rng.integers(0, n, 4 * n), n)
+    g = Graph(g.indptr, g.indices, n, rng.random(g.num_edges).astype(dtype))
+    return SparseAdj.from_graph(g, g.transpose_permutation(), dtype=dtype)
+
+
+def test_torch_csr_int32_indices_shared_with_the_transpose():
+    """The torch operand (what a GPU gets) has int32 indices where they fit, and a transpose
+    by permutation reuses the matrix's index tensors: only its values are new."""
+    adj = _symmetric_adj(40, seed=2)
+    a, at = adj.torch_csr(), adj.t().torch_csr()
+    assert a.crow_indices().dtype == a.col_indices().dtype == torch.int32
+    assert at.col_indices().data_ptr() == a.col_indices().data_ptr()
+    assert at.crow_indices().data_ptr() == a.crow_indices().data_ptr()
+    assert at.values().data_ptr() != a.values().data_ptr()
+    dense = _dense(adj, torch.float32)
+    torch.testing.assert_close(a.to_dense(), dense)
+    torch.testing.assert_close(at.to_dense(), dense.T)
+    x = torch.randn(40, 5)
+    torch.testing.assert_close(torch.sparse.mm(at, x), dense.T @ x)
+    assert adj.torch_csr(dtype=torch.float64).col_indices().data_ptr() == \
+        a.col_indices().data_ptr()                       # another dtype: the same pattern
+    other = _random_adj(30, 20, 80, seed=3)              # a built transpose: its own pattern
+    assert other.t().torch_csr().col_indices().data_ptr() != \
+        other.torch_csr().col_indices().data_ptr()
+    torch.testing.assert_close(other.t().torch_csr().to_dense(),
+                               _dense(other, torch.float64).T)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_uses_torch_kernels():
     adj = _random_adj(30, 30, 100, seed=1, dtype=np.float32)
@@ -222,3 +254,20 @@ def test_cuda_uses_torch_kernels():
     torch.testing.assert_close(y.cpu(), _dense(adj, torch.float32) @ x.detach().cpu())
     y.sum().backward()
     torch.testing.assert_close(x.grad.cpu(), _dense(adj, torch.float32).T @ torch.ones(30, 8))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_moves_both_operands_with_the_forward():
+    """On a GPU the forward moves the transpose's values too (a pageable copy mid-backward
+    would wait for the queued kernels), over the shared int32 pattern."""
+    adj = _symmetric_adj(50, seed=4)
+    x = torch.randn(50, 8, device="cuda", requires_grad=True)
+    y = spmm(adj, x)
+    key = ("cuda:0", torch.float32)
+    a, at = adj._torch[key], adj.t()._torch[key]
+    assert a.col_indices().dtype == torch.int32
+    assert at.col_indices().data_ptr() == a.col_indices().data_ptr()
+    y.square().sum().backward()
+    dense = _dense(adj, torch.float32)
+    torch.testing.assert_close(y.detach().cpu(), dense @ x.detach().cpu())
+    torch.testing.assert_close(x.grad.cpu(), dense.T @ (2 * y.detach().cpu()))

@@ -6,8 +6,9 @@ the samplers run on the host, so each subgraph crosses to the GPU once per step.
 per subgraph, after one warm-up step):
 
 * ``transfer_ms``: the batch's tensors (features, labels, loss weights) and its adjacency in both
-  directions (indptr, int64 indices and values of the CSR and of its transpose, as the SpMM's
-  forward and backward upload them) copied host to GPU from pageable memory, as training does;
+  directions (the int32 indptr and indices, shared by a transpose by permutation, and the values
+  of the CSR and of its transpose, as the SpMM's forward uploads them) copied host to GPU from
+  pageable memory, as training does;
   ``transfer_bytes`` and ``transfer_GBps``;
 * ``pinned_transfer_ms`` / ``pinned_GBps``: the same copies from page-locked memory, and
   ``pin_ms``, the time to page-lock them first (what pinning would add to the host's work);
@@ -38,12 +39,17 @@ def _sync(dev: torch.device) -> None:
 
 
 def batch_tensors(batch, dtype) -> list[torch.Tensor]:
-    """The host tensors one training step moves to the device for ``batch``."""
+    """The host tensors one training step moves to the device for ``batch``: its tensor fields
+    and the torch operands of its adjacency in both directions (``SparseAdj.torch_csr``; a
+    pattern the two share counted once)."""
     adj = SparseAdj.from_graph(batch.adj, batch.adj_t_perm, transpose=batch.adj_t)
     out = [v for v in (batch.x, batch.y, batch.loss_weight) if isinstance(v, torch.Tensor)]
-    for a in (adj, adj.t()):
-        out += [torch.from_numpy(a.indptr), torch.from_numpy(a.indices.astype(np.int64)),
-                torch.from_numpy(a.data).to(dtype)]
+    seen = set()
+    for m in (adj.torch_csr(dtype=dtype), adj.t().torch_csr(dtype=dtype)):
+        for t in (m.crow_indices(), m.col_indices(), m.values()):
+            if t.data_ptr() not in seen:
+                seen.add(t.data_ptr())
+                out.append(t)
     return out
 
 

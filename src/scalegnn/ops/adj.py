@@ -64,8 +64,9 @@ class SparseAdj:
         data = g.data if g.data is not None else np.ones(g.num_edges, dtype=dtype)
         data = np.asarray(data, dtype=dtype)
         adj = cls(g.indptr, g.indices, data, g.num_cols)
-        if transpose_perm is not None:
-            adj._t = cls(g.indptr, g.indices, data[transpose_perm], g.num_nodes, transpose=adj)
+        if transpose_perm is not None:   # the same index arrays: see torch_csr
+            adj._t = cls(adj.indptr, adj.indices, data[transpose_perm], g.num_nodes,
+                         transpose=adj)
         elif transpose is not None:
             adj._t = cls(transpose.indptr, transpose.indices,
                          np.asarray(transpose.data, dtype=dtype), g.num_nodes, transpose=adj)
@@ -107,19 +108,40 @@ class SparseAdj:
         return out
 
     def torch_csr(self, device=None, dtype=None) -> torch.Tensor:
-        """torch.sparse_csr_tensor of this matrix on ``device`` (cached per device/dtype)."""
+        """torch.sparse_csr_tensor of this matrix on ``device`` (cached per device/dtype).
+
+        Its indices are int32 where they fit (torch's CPU kernel and cuSPARSE take either):
+        half the bytes of int64 to move to a GPU, and no host conversion of the sampler's
+        int32 column ids. A matrix and its transpose with one pattern (``transpose_perm``)
+        share the device copy of their indptr and indices: only the values move twice.
+        """
         device = torch.device("cpu") if device is None else torch.device(device)
         dtype = dtype or torch.from_numpy(self.data[:0]).dtype
         key = (str(device), dtype)
         if key not in self._torch:
+            crow, col = self._torch_pattern(device)
+            values = torch.from_numpy(self.data).to(dtype).to(device, non_blocking=True)
             with warnings.catch_warnings():   # "CSR support is in beta": once per process is noise
                 warnings.simplefilter("ignore", UserWarning)
-                t = torch.sparse_csr_tensor(torch.from_numpy(self.indptr),
-                                            torch.from_numpy(self.indices.astype(np.int64)),
-                                            torch.from_numpy(self.data).to(dtype),
-                                            size=self.shape, check_invariants=False)
-            self._torch[key] = t.to(device)
+                self._torch[key] = torch.sparse_csr_tensor(crow, col, values, size=self.shape,
+                                                           check_invariants=False)
         return self._torch[key]
+
+    def _torch_pattern(self, device: torch.device):
+        """(crow_indices, col_indices) on ``device``: one already there for this matrix or for
+        a transpose sharing its index arrays, else converted and moved."""
+        t = self._known_t()
+        shared = [self] + ([t] if t is not None and t.indices is self.indices
+                           and t.indptr is self.indptr else [])
+        for adj in shared:
+            for (dev, _), m in adj._torch.items():
+                if dev == str(device):
+                    return m.crow_indices(), m.col_indices()
+        wide = max(self.nnz, self.num_rows, self.num_cols) >= 2**31
+        idx = np.int64 if wide else np.int32
+        return (torch.from_numpy(self.indptr.astype(idx, copy=False)).to(device, non_blocking=True),
+                torch.from_numpy(self.indices.astype(idx, copy=False)).to(device,
+                                                                            non_blocking=True))
 
     def to_dense(self) -> torch.Tensor:
         return self.torch_csr().to_dense()

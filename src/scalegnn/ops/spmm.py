@@ -5,7 +5,8 @@ The backward runs the same kernel on ``adj.t()``; for sampled subgraphs that tra
 
 Host tensors (float32/float64) go to the numba kernels of :mod:`scalegnn.ops._kernels`,
 picked per call by :mod:`scalegnn.ops.costmodel`; CUDA tensors (and other dtypes) go to
-torch's sparse CSR kernels (``adj.torch_csr(device, dtype)``). The thread count is
+torch's sparse CSR kernels (``adj.torch_csr(device, dtype)``: int32 indices, shared with the
+transpose, moved once per matrix with the forward's). The thread count is
 ``min(torch.get_num_threads(), numba.get_num_threads())``.
 """
 
@@ -161,4 +162,9 @@ def spmm(adj: SparseAdj, x: torch.Tensor, *, kernel: str = "auto") -> torch.Tens
     if x.dim() != 2 or x.shape[0] != adj.num_cols:
         raise GraphError(f"spmm: x has shape {tuple(x.shape)}, adjacency has {adj.num_cols} "
                          f"columns (x must be {adj.num_cols} x f)")
+    if x.device.type != "cpu" and x.requires_grad and torch.is_grad_enabled():
+        # the backward's operand moves now, with the forward's: a copy from pageable memory
+        # first waits for every kernel queued on the device, and mid-backward that is the step
+        adj.torch_csr(x.device, x.dtype)
+        adj.t().torch_csr(x.device, x.dtype)
     return _SpMM.apply(x.contiguous(), adj, kernel)
