@@ -4,7 +4,8 @@
 # /tmp/cuda_check), packed after each step into $OUT/logs.tgz when OUT is set.
 # Needs Cora as .devdata/cora and a 1-part plan of it in .devdata/cora1, in a folder git
 # ignores: `bash benchmarks/cuda_check.sh --prepare` makes them here from ../shared/data/cora
-# (the GPU machine cannot reach ../shared; carry .devdata with the call).
+# (the GPU machine cannot reach ../shared; carry .devdata with the call). STEPS="check train ..."
+# runs only the steps named (default: all).
 set -u
 if [ "${1:-}" = "--prepare" ]; then
     mkdir -p .devdata && rm -rf .devdata/cora .devdata/cora1 && cp -r ../shared/data/cora .devdata/ \
@@ -21,6 +22,7 @@ export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 NUMBA_CACHE_DIR=/tmp/numba_cache
 SG="python3 -m scalegnn"
 step() {   # step NAME SECONDS COMMAND...: run, log to $LOGS/NAME.log, record status and time
     local name=$1 limit=$2; shift 2
+    if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then return; fi
     local t0=$SECONDS
     timeout "$limit" "$@" > "$LOGS/$name.log" 2>&1
     local rc=$?
