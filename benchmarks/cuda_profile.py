@@ -33,6 +33,9 @@ def main() -> None:
                       device=args.device, progress=False)
     batches = bench_step._batches(trainer, args)
     cuda = trainer.device.type == "cuda"
+    if cuda:   # as the training loader's thread pins them
+        dtype = next(trainer.model.parameters()).dtype
+        batches = [b.pin(dtype) for b in batches]
     for b in batches[:2]:
         trainer.train_step(b)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])

@@ -271,3 +271,20 @@ def test_cuda_moves_both_operands_with_the_forward():
     dense = _dense(adj, torch.float32)
     torch.testing.assert_close(y.detach().cpu(), dense @ x.detach().cpu())
     torch.testing.assert_close(x.grad.cpu(), dense.T @ (2 * y.detach().cpu()))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_pinned_operands():
+    """After ``pin`` (a loader's thread) the operands on the GPU are the same matrices, moved
+    from page-locked memory, the pattern pinned once for both directions."""
+    adj = _symmetric_adj(60, seed=5)
+    adj.pin(torch.float32)
+    crow, col, values = adj._pinned[torch.float32]
+    assert crow.is_pinned() and col.is_pinned() and values.is_pinned()
+    assert adj.t()._pinned[torch.float32][1].data_ptr() == col.data_ptr()
+    x = torch.randn(60, 8, device="cuda", requires_grad=True)
+    y = spmm(adj, x)
+    y.square().sum().backward()
+    dense = _dense(adj, torch.float32)
+    torch.testing.assert_close(y.detach().cpu(), dense @ x.detach().cpu())
+    torch.testing.assert_close(x.grad.cpu(), dense.T @ (2 * y.detach().cpu()))

@@ -165,3 +165,44 @@ def test_no_memory_growth_over_10000_subgraphs(monkeypatch):
         for _ in range(3000):
             L.next_batch()
         assert _rss_mb() - before < 30
+
+
+def test_pool_thread_pins_batches_when_asked(monkeypatch):
+    """With ``pin_dtype`` set (the model is on a GPU) the pool's thread pins every batch it
+    makes, and only there; without it nothing is pinned. (``Batch.pin`` itself needs CUDA:
+    here it records where it ran.)"""
+    from scalegnn.batch import Batch
+    pinned = []
+    monkeypatch.setattr(Batch, "pin", lambda self, dtype: pinned.append(
+        (threading.current_thread().name, dtype)) or self)
+    ds = tiny_dataset()
+    for dtype in (None, np.float32):
+        pinned.clear()
+        L = GraphSAINTLoader(ds, "rw", {"num_root": 10, "depth": 2}, coverage=1, pool_depth=2)
+        L.pin_dtype = dtype
+        first = [L.next_batch() for _ in range(L.stats["presampled"] + 3)]
+        L.close()
+        assert all(isinstance(b, Batch) for b in first)
+        if dtype is None:
+            assert pinned == []
+        else:
+            assert pinned and set(pinned) == {(L.pool_name, dtype)}
+
+
+def test_graphsaint_mode_asks_its_loaders_to_pin_for_a_gpu_model():
+    """``GraphSAINTMode.setup`` with a model on a GPU sets the loaders' ``pin_dtype`` to the
+    model's dtype; with a host model it stays unset (the model is a stand-in: no CUDA here)."""
+    from types import SimpleNamespace
+
+    import torch
+    from test_train import planted, small_config
+
+    from scalegnn.train.modes import GraphSAINTMode
+    for device, want in (("cuda", torch.float32), ("cpu", None)):
+        mode = GraphSAINTMode(planted(), small_config(), seed=0)
+        param = SimpleNamespace(device=torch.device(device), dtype=torch.float32)
+        mode.setup(SimpleNamespace(parameters=lambda: iter([param])), seed=0)
+        try:
+            assert mode.loader(0).pin_dtype == want
+        finally:
+            mode.close()

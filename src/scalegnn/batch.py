@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from scalegnn.graph import Graph
+from scalegnn.ops.adj import SparseAdj
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Batch:
     segment: np.ndarray | None = None
     targets: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
+    _sparse: SparseAdj | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_nodes(self) -> int:
@@ -52,8 +55,28 @@ class Batch:
     def num_edges(self) -> int:
         return self.adj.num_edges
 
+    def sparse_adj(self) -> SparseAdj:
+        """``adj`` as the model's propagation operand, with its transpose (built once)."""
+        if self._sparse is None:
+            self._sparse = SparseAdj.from_graph(self.adj, self.adj_t_perm, transpose=self.adj_t)
+        return self._sparse
+
+    def pin(self, dtype) -> "Batch":
+        """Page-lock the tensor fields and the adjacency's operands in ``dtype``, both
+        directions (:meth:`SparseAdj.pin`), so that moving the batch to a GPU only queues
+        copies: a copy from pageable memory holds the training thread until it is done.
+        Loaders call this in their background thread when the model is on a GPU (needs
+        CUDA)."""
+        for name in ("x", "y", "loss_weight"):
+            v = getattr(self, name)
+            if isinstance(v, torch.Tensor):
+                setattr(self, name, v.pin_memory())
+        self.sparse_adj().pin(dtype)
+        return self
+
     def to(self, device) -> "Batch":
-        """Move the tensor fields to ``device`` (the graph stays in host memory)."""
+        """Move the tensor fields to ``device`` (the graph stays in host memory; the
+        adjacency's operands move with the forward's first SpMM)."""
         for name in ("x", "y", "loss_weight"):
             v = getattr(self, name)
             if v is not None and hasattr(v, "to"):

@@ -12,7 +12,8 @@ per subgraph, after one warm-up step):
   ``transfer_bytes`` and ``transfer_GBps``;
 * ``pinned_transfer_ms`` / ``pinned_GBps``: the same copies from page-locked memory, and
   ``pin_ms``, the time to page-lock them first (what pinning would add to the host's work);
-* ``iteration_ms``: ``Trainer.train_step`` on the batch (its transfer included, as in training),
+* ``iteration_ms``: ``Trainer.train_step`` on the batch (its transfer included, as in training:
+  from the page-locked copies that the loader's background thread makes, ``Batch.pin``),
   synchronized; ``iteration_gpu_ms``: CUDA-event time of the same span; ``compute_ms`` =
   iteration − transfer; ``cpu_per_iteration``: process CPU seconds per step (the host's share:
   launches, building the CSR tensors, the transpose);
@@ -98,13 +99,18 @@ def step_seconds(trainer, batch, dev: torch.device, clock: Clock) -> tuple[float
 def device_rounds(trainer, batches, dev: torch.device) -> dict:
     """The module docstring's fields for ``batches[1:]`` (``batches[0]`` warms up)."""
     dtype = next(trainer.model.parameters()).dtype
+    cuda = dev.type == "cuda"
+    if cuda:
+        batches[0].pin(dtype)
     trainer.train_step(batches[0])                   # cuBLAS/cuSPARSE handles, allocator
     _sync(dev)
-    if dev.type == "cuda":
+    if cuda:
         torch.cuda.reset_peak_memory_stats(dev)
     rows, clock = [], Clock()
     for b in batches[1:]:
         tr = transfer_times(b, dtype, dev)
+        if cuda:   # as the training loader's thread does it, before the step
+            b.pin(dtype)
         wall, gpu = step_seconds(trainer, b, dev, clock)
         rows.append((tr["bytes"], tr["pageable_s"], tr["pin_s"], tr["pinned_s"], wall, gpu))
     a = np.array(rows, dtype=np.float64)

@@ -10,8 +10,8 @@ sampler). ``--data DIR`` loads that folder (building it there first if it does n
 The epochs are driven here, not by ``Trainer.fit`` (which evaluates at the last epoch): the
 trainer's own loader and ``Trainer.train_step``, timed per iteration as
 
-  wait    = time inside ``next(loader)`` (the trainer waiting on the sampler pool; for the
-            pre-sampled batches of the first epochs this is the batch assembly in the loader)
+  wait    = time inside ``next(loader)`` (the trainer waiting on the sampler pool, whose
+            thread also assembles the pre-sampled batches of the first epochs)
   compute = ``Trainer.train_step`` (forward + loss + backward + clip + Adam; ``spmm_s`` is the
             part of it spent in SpMM kernels, ``ops.spmm.spmm_timer``)
   other   = epoch wall − wait − compute (loop overhead, garbage collection)

@@ -28,7 +28,7 @@ class SparseAdj:
     """
 
     __slots__ = ("indptr", "indices", "data", "num_rows", "num_cols", "_t", "_torch", "_cast",
-                 "_bounds", "__weakref__")
+                 "_bounds", "_pinned", "__weakref__")
 
     def __init__(self, indptr, indices, data, num_cols: int, *, transpose=None):
         self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
@@ -40,6 +40,7 @@ class SparseAdj:
         self._torch = {}
         self._cast = {}     # numpy dtype -> data converted once for the numba kernels
         self._bounds = {}   # thread count -> nnz-balanced row chunk bounds
+        self._pinned = {}   # torch dtype -> page-locked host (crow, col, values): see pin()
 
     def data_as(self, dtype) -> np.ndarray:
         """``data`` in ``dtype`` (converted once and cached)."""
@@ -113,23 +114,27 @@ class SparseAdj:
         Its indices are int32 where they fit (torch's CPU kernel and cuSPARSE take either):
         half the bytes of int64 to move to a GPU, and no host conversion of the sampler's
         int32 column ids. A matrix and its transpose with one pattern (``transpose_perm``)
-        share the device copy of their indptr and indices: only the values move twice.
+        share the device copy of their indptr and indices: only the values move twice. After
+        :meth:`pin` the copies to a GPU are queued from page-locked memory.
         """
         device = torch.device("cpu") if device is None else torch.device(device)
         dtype = dtype or torch.from_numpy(self.data[:0]).dtype
         key = (str(device), dtype)
         if key not in self._torch:
-            crow, col = self._torch_pattern(device)
-            values = torch.from_numpy(self.data).to(dtype).to(device, non_blocking=True)
+            host = self._pinned.get(dtype) if device.type != "cpu" else None
+            crow, col = self._torch_pattern(device, host)
+            values = host[2] if host is not None else torch.from_numpy(self.data).to(dtype)
             with warnings.catch_warnings():   # "CSR support is in beta": once per process is noise
                 warnings.simplefilter("ignore", UserWarning)
-                self._torch[key] = torch.sparse_csr_tensor(crow, col, values, size=self.shape,
-                                                           check_invariants=False)
+                self._torch[key] = torch.sparse_csr_tensor(
+                    crow, col, values.to(device, non_blocking=True), size=self.shape,
+                    check_invariants=False)
         return self._torch[key]
 
-    def _torch_pattern(self, device: torch.device):
+    def _torch_pattern(self, device: torch.device, host=None):
         """(crow_indices, col_indices) on ``device``: one already there for this matrix or for
-        a transpose sharing its index arrays, else converted and moved."""
+        a transpose sharing its index arrays, else moved (from ``host``'s page-locked copies
+        when given)."""
         t = self._known_t()
         shared = [self] + ([t] if t is not None and t.indices is self.indices
                            and t.indptr is self.indptr else [])
@@ -137,11 +142,33 @@ class SparseAdj:
             for (dev, _), m in adj._torch.items():
                 if dev == str(device):
                     return m.crow_indices(), m.col_indices()
-        wide = max(self.nnz, self.num_rows, self.num_cols) >= 2**31
-        idx = np.int64 if wide else np.int32
-        return (torch.from_numpy(self.indptr.astype(idx, copy=False)).to(device, non_blocking=True),
-                torch.from_numpy(self.indices.astype(idx, copy=False)).to(device,
-                                                                            non_blocking=True))
+        if host is not None:
+            crow, col = host[0], host[1]
+        else:
+            wide = max(self.nnz, self.num_rows, self.num_cols) >= 2**31
+            idx = np.int64 if wide else np.int32
+            crow = torch.from_numpy(self.indptr.astype(idx, copy=False))
+            col = torch.from_numpy(self.indices.astype(idx, copy=False))
+        return crow.to(device, non_blocking=True), col.to(device, non_blocking=True)
+
+    def pin(self, dtype) -> None:
+        """Page-lock the host operands of this matrix and of its transpose in ``dtype`` (the
+        int32 pattern once where they share it): :meth:`torch_csr` on a GPU then only queues
+        their copies, where a copy from pageable memory blocks the calling thread until it is
+        done. For a loader's background thread; needs CUDA."""
+        locked = {}
+
+        def lock(t):
+            if t.data_ptr() not in locked:
+                locked[t.data_ptr()] = t.pin_memory()
+            return locked[t.data_ptr()]
+
+        pair = (self, self.t())
+        for m in pair:
+            h = m.torch_csr(None, dtype)
+            m._pinned[dtype] = (lock(h.crow_indices()), lock(h.col_indices()), lock(h.values()))
+        for m in pair:   # the host CSRs were only the way to build them
+            m._torch.pop(("cpu", dtype), None)
 
     def to_dense(self) -> torch.Tensor:
         return self.torch_csr().to_dense()

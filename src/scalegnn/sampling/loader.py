@@ -10,8 +10,8 @@ plus ``edge_ids``, ``adj_t_perm`` (data_T = data[adj_t_perm]), ``x`` (float32 fe
 ``nodes``, gathered by the feature store: a tensor, or CSR rows for CSR features),
 ``y`` (int64 classes or float32 0/1 matrix) and ``loss_weight`` (minibatch loss =
 sum_i loss_weight[i] * L_i). Batches form one stream: the K pre-sampled subgraphs kept (stream
-indices 0..K-1 of the N counted) first, then fresh ones N, N+1, ... made by the pool's producer
-thread; an epoch is the next ``len(loader)`` = ceil(|V_train| / expected |V_s|) batches of that
+indices 0..K-1 of the N counted) first, then fresh ones N, N+1, ...; the pool's producer thread
+assembles both (and pins them when the model is on a GPU: ``PooledLoader.pin_dtype``); an epoch is the next ``len(loader)`` = ceil(|V_train| / expected |V_s|) batches of that
 stream. With a ``shard`` (rank r of W, data-parallel training), the loader yields the stream's
 positions r, r + W, r + 2W, ... (and pre-samples only its share of the N), so the W ranks
 together see exactly the single-process stream.
@@ -87,14 +87,7 @@ class GraphSAINTLoader(PooledLoader):
     def next_batch(self) -> Batch:
         """The next batch of the stream (pre-sampled ones first)."""
         self._check_open()
-        if self._next_presampled < len(self._presampled):
-            sub = self._presampled[self._next_presampled]
-            self._presampled[self._next_presampled] = None  # free as we go
-            self._next_presampled += 1
-            self._start_pool()
-            batch = self._make_batch(sub, self.stream_index(self._next_presampled - 1))
-        else:
-            batch = self._next_produced()
+        batch = self._next_produced()
         self.stats["batches"] += 1
         return batch
 
@@ -113,7 +106,14 @@ class GraphSAINTLoader(PooledLoader):
 
     # -------------------------------------------------------------- production
     def _produce(self) -> list[Batch]:
-        """One multi-threaded sampler call; runs in the pool thread (or inline)."""
+        """The stream's next batches; runs in the pool thread (or inline): the next kept
+        pre-sampled subgraph's batch while there is one (assembled here, off the training
+        thread), else one multi-threaded sampler call."""
+        k = self._next_presampled
+        if k < len(self._presampled):
+            sub, self._presampled[k] = self._presampled[k], None   # free as we go
+            self._next_presampled = k + 1
+            return [self._make_batch(sub, self.stream_index(k))]
         count = 1 if self.pool_depth == 0 else self._chunk
         start = self.stream_index(self._next_fresh)
         self._next_fresh += count

@@ -123,9 +123,14 @@ class PooledLoader:
     subclass) returns a list of ready batches, made in the pool's thread when ``pool_depth`` >
     0, else on demand; one epoch is ``len(loader)`` batches. Subclasses set ``_len``,
     ``pool_depth``, ``stats`` (with ``batches`` and ``wait_seconds``), ``_pool = None`` and
-    ``_closed = False`` in their ``__init__``."""
+    ``_closed = False`` in their ``__init__``. ``pin_dtype``: set (by the mode, when the model
+    is on a GPU) to a torch dtype, the pool's thread page-locks each batch it makes
+    (``Batch.pin``), so that the training thread only queues the batch's copies to the GPU
+    (batches made on demand, ``pool_depth`` 0, are not: pinning there costs more than the
+    copy it saves)."""
 
     pool_name = "scalegnn-sampler"
+    pin_dtype = None
 
     def __len__(self) -> int:
         return self._len
@@ -149,7 +154,11 @@ class PooledLoader:
 
     def _start_pool(self):
         if self._pool is None and self.pool_depth > 0 and not self._closed:
-            self._pool = BatchPool(self._produce, self.pool_depth, name=self.pool_name)
+            self._pool = BatchPool(self._produce_pinned if self.pin_dtype is not None
+                                   else self._produce, self.pool_depth, name=self.pool_name)
+
+    def _produce_pinned(self) -> list:
+        return [b.pin(self.pin_dtype) for b in self._produce()]
 
     def _next_produced(self):
         """The next batch of ``_produce``: from the pool, or made now (``pool_depth`` 0)."""

@@ -53,6 +53,7 @@ class GraphSAINTMode(Mode):
         self.dataset_name = dataset.name
         self._loader, self._phase, self._pending = None, None, None
         self._full_adj = None
+        self._pin = None   # the model's dtype when it is on a GPU: loaders pin their batches
         self.test_graph, self._own_test = None, None  # --test-data: scalegnn.train.transfer
         if test_dataset is not None:
             self.test_graph = TestGraph(test_dataset, raw, self.dataset, config)
@@ -63,6 +64,10 @@ class GraphSAINTMode(Mode):
 
     def run_info(self) -> dict:
         return {"dataset": self.dataset.name, "source": str(self.dataset.source)}
+
+    def setup(self, model, seed: int) -> None:
+        p = next(model.parameters(), None)
+        self._pin = p.dtype if p is not None and p.device.type == "cuda" else None
 
     # -------------------------------------------------------------- batches
     def phase_index(self, epoch: int) -> int:
@@ -92,6 +97,7 @@ class GraphSAINTMode(Mode):
         if idx != self._phase:
             self.close()
             self._loader, self._phase = self.make_loader(idx), idx
+            self._loader.pin_dtype = self._pin
             if self._pending and self._pending["phase"] == idx:
                 self._loader.seek(self._pending["position"])
             self._pending = None
@@ -124,8 +130,7 @@ class GraphSAINTMode(Mode):
 
     # -------------------------------------------------------------- model
     def forward(self, model, batch) -> torch.Tensor:
-        return model(batch.x, SparseAdj.from_graph(batch.adj, batch.adj_t_perm,
-                                                    transpose=batch.adj_t))
+        return model(batch.x, batch.sparse_adj())
 
     def full_adj(self) -> SparseAdj:
         if self._full_adj is None:
