@@ -232,7 +232,8 @@ PARAMS = Section("params", "Training: optimizer, normalization, evaluation, load
         "pass (bounds its memory).", range=Range(1, INT32_MAX)),
     Key("sampler_threads", 0, "Sampler threads (0: as many as torch uses).",
         range=Range(0, 4096)),
-    Key("pool_depth", 4, "Minibatches sampled ahead of the training step.",
+    Key("pool_depth", 4, "Minibatches sampled ahead of the training step (by a background "
+        "thread, which also page-locks them when the model is on a GPU).",
         range=Range(1, 1024)),
     Key("clip_multiple", 0, "Clip each subgraph's node count to a multiple of this (16: cache "
         "lines; 0: no clipping).", range=Range(0, 2**20)),
