@@ -343,7 +343,10 @@ def headline(sections: dict) -> str:
                           f"nodes; peak RSS / data at 2^{last['scale']}"),
                          f"{scale['iteration_ratio']:.3f}x; {last['ratio']:.2f}x",
                          f"`{scale['command']}` ({_when(scale)})"])
-    for label in ("quiet", "busy"):
+    labels = sorted({r["label"] for r in sections["sampling"]["records"]
+                     if r.get("kind") == "reference"},
+                    key=lambda lb: (lb.split("-")[0] != "quiet", lb))   # quiet runs first
+    for label in labels:
         ref = _find(sections, "sampling", f"reference:graphsaint:{label}")
         if ref:
             med = ref["summary"]["median_ratio"]
