@@ -45,7 +45,8 @@ class Batch:
     segment: np.ndarray | None = None
     targets: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
-    _sparse: SparseAdj | None = field(default=None, repr=False, compare=False)
+    _sparse: SparseAdj | None = field(default=None, init=False, repr=False, compare=False)
+    """:meth:`sparse_adj`'s cache (not copied by ``dataclasses.replace``)."""
 
     @property
     def num_nodes(self) -> int:

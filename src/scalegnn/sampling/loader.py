@@ -11,8 +11,9 @@ plus ``edge_ids``, ``adj_t_perm`` (data_T = data[adj_t_perm]), ``x`` (float32 fe
 ``y`` (int64 classes or float32 0/1 matrix) and ``loss_weight`` (minibatch loss =
 sum_i loss_weight[i] * L_i). Batches form one stream: the K pre-sampled subgraphs kept (stream
 indices 0..K-1 of the N counted) first, then fresh ones N, N+1, ...; the pool's producer thread
-assembles both (and pins them when the model is on a GPU: ``PooledLoader.pin_dtype``); an epoch is the next ``len(loader)`` = ceil(|V_train| / expected |V_s|) batches of that
-stream. With a ``shard`` (rank r of W, data-parallel training), the loader yields the stream's
+assembles both (and pins them when the model is on a GPU: ``PooledLoader.pin_dtype``). An
+epoch is the next ``len(loader)`` = ceil(|V_train| / expected |V_s|) batches of that stream.
+With a ``shard`` (rank r of W, data-parallel training), the loader yields the stream's
 positions r, r + W, r + 2W, ... (and pre-samples only its share of the N), so the W ranks
 together see exactly the single-process stream.
 """
