@@ -201,7 +201,7 @@ def test_graphsaint_mode_asks_its_loaders_to_pin_for_a_gpu_model():
     for device, want in (("cuda", torch.float32), ("cpu", None)):
         mode = GraphSAINTMode(planted(), small_config(), seed=0)
         param = SimpleNamespace(device=torch.device(device), dtype=torch.float32)
-        mode.setup(SimpleNamespace(parameters=lambda: iter([param])), seed=0)
+        mode.setup(SimpleNamespace(parameters=lambda p=param: iter([p])), seed=0)
         try:
             assert mode.loader(0).pin_dtype == want
         finally:

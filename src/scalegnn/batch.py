@@ -62,7 +62,7 @@ class Batch:
             self._sparse = SparseAdj.from_graph(self.adj, self.adj_t_perm, transpose=self.adj_t)
         return self._sparse
 
-    def pin(self, dtype) -> "Batch":
+    def pin(self, dtype) -> Batch:
         """Page-lock the tensor fields and the adjacency's operands in ``dtype``, both
         directions (:meth:`SparseAdj.pin`), so that moving the batch to a GPU only queues
         copies: a copy from pageable memory holds the training thread until it is done.
