@@ -31,7 +31,6 @@ import numpy as np
 import torch
 
 from scalegnn.bench.measure import Clock
-from scalegnn.ops import SparseAdj
 
 
 def _sync(dev: torch.device) -> None:
@@ -43,7 +42,7 @@ def batch_tensors(batch, dtype) -> list[torch.Tensor]:
     """The host tensors one training step moves to the device for ``batch``: its tensor fields
     and the torch operands of its adjacency in both directions (``SparseAdj.torch_csr``; a
     pattern the two share counted once)."""
-    adj = SparseAdj.from_graph(batch.adj, batch.adj_t_perm, transpose=batch.adj_t)
+    adj = batch.sparse_adj()
     out = [v for v in (batch.x, batch.y, batch.loss_weight) if isinstance(v, torch.Tensor)]
     seen = set()
     for m in (adj.torch_csr(dtype=dtype), adj.t().torch_csr(dtype=dtype)):

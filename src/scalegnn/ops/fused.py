@@ -31,14 +31,18 @@ from scalegnn.ops.spmm import num_threads
 FUSED_ACTS = ("relu", "identity")
 
 
+def _bias_act(t, bias, act):
+    """``act(t + bias)`` (``act``: a name in :data:`FUSED_ACTS` or any callable)."""
+    h = t + bias if bias is not None else t
+    if callable(act):
+        return act(h)
+    return torch.relu(h) if act == "relu" else h
+
+
 def bias_act_norm_reference(t, bias, scale, offset, act="relu"):
     """The torch composition the fused kernel must match (``act``: a name in
     :data:`FUSED_ACTS` or any callable)."""
-    h = t + bias if bias is not None else t
-    if callable(act):
-        h = act(h)
-    elif act == "relu":
-        h = torch.relu(h)
+    h = _bias_act(t, bias, act)
     mean = h.mean(dim=1, keepdim=True)
     var = h.var(dim=1, unbiased=False, keepdim=True) + 1e-9
     return (h - mean) * torch.rsqrt(var) * scale + offset
@@ -46,11 +50,7 @@ def bias_act_norm_reference(t, bias, scale, offset, act="relu"):
 
 def torch_tail(t, bias, scale, offset, act="relu"):
     """:func:`bias_act_norm_reference`'s values with torch's layer norm (the unfused path)."""
-    h = t + bias if bias is not None else t
-    if callable(act):
-        h = act(h)
-    elif act == "relu":
-        h = torch.relu(h)
+    h = _bias_act(t, bias, act)
     return torch.nn.functional.layer_norm(h, (h.shape[1],), scale, offset, eps=1e-9)
 
 
