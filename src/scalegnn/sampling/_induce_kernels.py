@@ -90,32 +90,37 @@ def _local_id(rank_words, v):
 
 @nb.njit(inline="always", **_JIT)
 def _row_blocks(indices, e0, end, rank_words, out_indices, out_eids, out_data, edge_values, su,
-                p, room, mode):
+                p, room, mode, limit):
     """Parent entries [e0, end) of one row through ``_simd.compress_block`` (``mode`` an int
-    literal), in chunks of <= 16 (a row's last < 16 masked), each with room checked first.
-    Returns (p, e0): e0 < end when the room ran out."""
+    literal), in chunks of <= 16, each with room checked first; a row's last < 16 read with
+    one plain load where 16 entries from there lie below ``limit`` (the arrays' length),
+    else masked. Returns (p, e0): e0 < end when the room ran out."""
     while e0 < end and p <= room:
         n = min(end - e0, np.uint64(W))
-        p += np.uint64(compress_block(indices, e0, np.int64(n), rank_words, out_indices,
-                                      out_eids, out_data, edge_values, su, p, mode))
+        if e0 + np.uint64(W) <= limit:
+            p += np.uint64(compress_block(indices, e0, np.int64(n), rank_words, out_indices,
+                                          out_eids, out_data, edge_values, su, p, mode, 1))
+        else:
+            p += np.uint64(compress_block(indices, e0, np.int64(n), rank_words, out_indices,
+                                          out_eids, out_data, edge_values, su, p, mode, 0))
         e0 += n
     return p, e0
 
 
 @nb.njit(inline="always", **_JIT)
 def _vector_row(indices, e0, end, rank_words, out_indices, out_eids, out_data, edge_values, su,
-                p, room, has_data, has_val):
+                p, room, has_data, has_val, limit):
     """:func:`_row_blocks` with the values written picked once per row (a block's mode is a
     compile-time literal; picked per block, the choice cost two loads and two branches in every
     block)."""
     if has_data and has_val:
         return _row_blocks(indices, e0, end, rank_words, out_indices, out_eids, out_data,
-                           edge_values, su, p, room, 2)
+                           edge_values, su, p, room, 2, limit)
     if has_data:
         return _row_blocks(indices, e0, end, rank_words, out_indices, out_eids, out_data,
-                           edge_values, su, p, room, 1)
+                           edge_values, su, p, room, 1, limit)
     return _row_blocks(indices, e0, end, rank_words, out_indices, out_eids, out_data,
-                       edge_values, su, p, room, 0)
+                       edge_values, su, p, room, 0, limit)
 
 
 @nb.njit(parallel=True, **_JIT)
@@ -164,6 +169,9 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
     has_scale = row_scale.shape[0] > 0
     has_data = out_data.shape[0] > 0
     narrow = vector and nodes_buf.shape[1] < NARROW_NODES   # every subgraph of the group
+    limit = np.uint64(indices.shape[0])   # plain 16-entry loads below it (_row_blocks)
+    if has_val and has_data:
+        limit = min(limit, np.uint64(edge_values.shape[0]))
     for w in nb.prange(nw):
         bt = bits[w]
         bt32 = bt.view(np.uint32)
@@ -202,11 +210,11 @@ def fill_induced(indptr, indices, nodes_buf, nv, node_off, seg_start, seg_end, b
                     if narrow:
                         p, e0 = _vector_row(indices, e0, end, rank16, out_indices, out_eids,
                                             out_data, edge_values, su, p, room, has_data,
-                                            has_val)
+                                            has_val, limit)
                     else:
                         p, e0 = _vector_row(indices, e0, end, rank_words, out_indices,
                                             out_eids, out_data, edge_values, su, p, room,
-                                            has_data, has_val)
+                                            has_data, has_val, limit)
                     if e0 < end:
                         overflow[w] = 1
                 else:   # chunks of <= 16 entries, each with room checked first

@@ -22,6 +22,7 @@ from scalegnn.errors import ConfigError, GraphError
 from scalegnn.graph import Graph, index_dtype
 from scalegnn.ops._simd import VECTOR_FILL, W
 from scalegnn.sampling._induce_kernels import fill_induced
+from scalegnn.threads import keep_freed_memory
 
 
 @dataclass
@@ -119,6 +120,10 @@ class Sampler:
         node-set draws and inductions (``fill_induced``): ``bench sample`` reports the split."""
         small = graph.num_edges <= np.iinfo(np.int32).max
         self._id_dtype = np.int32 if small else np.int64
+        # each call's output arrays (MBs per group) then come from freed heap blocks, not
+        # fresh mappings: without it, used on its own (no CLI or Trainer to set it), 85-180
+        # page faults a subgraph were 20-55% of its CPU (kronecker:17:8, PPI budgets, Zen 5)
+        keep_freed_memory()
         self._setup()
 
     # -------------------------------------------------------------- to override
