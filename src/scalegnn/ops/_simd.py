@@ -5,14 +5,16 @@ intrinsics: :func:`compress_block` (the samplers' ``_induce_kernels.fill_induced
 Filtering a parent row by membership is stream compaction (keep the entries whose neighbour is
 in the subgraph, in order). LLVM does not vectorize compaction from a scalar loop, and the
 scalar, branch-free loop costs ~8 cycles per scanned entry (a bit test, a local-id lookup and
-three stores per entry, kept or not). With AVX-512 one block of <= 16 entries is: a masked load
-of the neighbour ids, one gather of their 64-bit rank words (a bitmap word in the low half, the
+three stores per entry, kept or not). With AVX-512 one block of <= 16 entries is: a load
+of the neighbour ids (plain where 16 entries fit in the array, masked at its end), one gather of their 64-bit rank words (a bitmap word in the low half, the
 members in the words before it in the high half: membership and local id from one gather, not
 one gather per half; for subgraphs of < 2^16 nodes 16-bit words and counts in one int32, one
 16-lane gather instead of two 8-lane ones), a compare, a popcount, and compressions
 (``vpcompressd`` in a register, then a whole-vector store) of the local ids, the parent edge ids
 and the edge values. A row's last chunk of < 16 entries is a block with its tail lanes masked
-off.
+off: read with a plain load (the next row's ids in the tail lanes, gathered and dropped), which
+on the AMD EPYC Zen 5 took the induction to 0.62x its CPU against a masked load (rw, Zen 5);
+shaDow's :func:`mark_block` showed no change from it on Facebook and keeps its masked load.
 
 Measured, interleaved (rw, PPI budget, kronecker:17:8, 1 thread) on an AMD EPYC (Zen 4): one
 gather of rank words instead of a gather of bitmap words then a masked one of ranks 0.80x the
