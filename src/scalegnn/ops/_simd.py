@@ -5,8 +5,9 @@ intrinsics: :func:`compress_block` (the samplers' ``_induce_kernels.fill_induced
 Filtering a parent row by membership is stream compaction (keep the entries whose neighbour is
 in the subgraph, in order). LLVM does not vectorize compaction from a scalar loop, and the
 scalar, branch-free loop costs ~8 cycles per scanned entry (a bit test, a local-id lookup and
-three stores per entry, kept or not). With AVX-512 one block of <= 16 entries is: a load
-of the neighbour ids (plain where 16 entries fit in the array, masked at its end), one gather of their 64-bit rank words (a bitmap word in the low half, the
+three stores per entry, kept or not). With AVX-512 one block of <= 16 entries is: a load of
+the neighbour ids (plain where 16 entries fit in the array, masked at its end), one gather of
+their 64-bit rank words (a bitmap word in the low half, the
 members in the words before it in the high half: membership and local id from one gather, not
 one gather per half; for subgraphs of < 2^16 nodes 16-bit words and counts in one int32, one
 16-lane gather instead of two 8-lane ones), a compare, a popcount, and compressions
