@@ -59,13 +59,13 @@ def _prefetch_row(indptr, indices, vs, k, j, values):
     if j + _PF < k:
         _prefetch(indptr, vs[j + _PF])
     if j + _PF // 2 < k:
-        a = indptr[vs[j + _PF // 2]]
-        b = min(indptr[vs[j + _PF // 2] + 1], a + _PF_LINES * (64 // indices.itemsize))
-        for q in range(a, b, 64 // indices.itemsize):
+        u = vs[j + _PF // 2]
+        a, end = indptr[u], indptr[u + 1]
+        step = 64 // indices.itemsize   # entries a line
+        for q in range(a, min(end, a + _PF_LINES * step), step):
             _prefetch(indices, q)
         if values.shape[0] > 0:
-            b = min(indptr[vs[j + _PF // 2] + 1], a + _PF_LINES * 16)
-            for q in range(a, b, 16):   # (float32)
+            for q in range(a, min(end, a + _PF_LINES * 16), 16):   # (float32)
                 _prefetch(values, q)
 
 
